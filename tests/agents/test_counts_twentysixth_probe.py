@@ -26,7 +26,8 @@ import pytest
 
 from tests.agents import probe_support as probe
 from tests.agents.test_counts_from_what_ran import GOLD, duckdb_employees
-from tests.agents.test_counts_twentyfifth_probe import FENCE_JOINS, FENCED, _fenced, _span_outputs
+from tests.agents.test_counts_twentyfifth_probe import FENCE_JOINS, FENCED, _fenced
+from tests.agents.test_counts_twentythird_probe import span_outputs
 
 #: The fifteen columns of Chinook's ``Employee``: a row value ``IN`` the table.
 R15 = "(" + ",".join(str(n) for n in range(1, 16)) + ")"
@@ -68,8 +69,8 @@ def _duckdb_with_sequence(pytester: pytest.Pytester) -> dict[str, Any]:
 def test_a_table_read_by_in_after_a_fence_is_no_end_on_sqlite(
     pytester: pytest.Pytester, shared_data: Path
 ) -> None:
-    hostile = {**_span_outputs("h1", IN_TABLE), **_span_outputs("join", FENCE_JOINS)}
-    honest = {**_span_outputs("honest", ALIASED), **_fenced()}
+    hostile = {**span_outputs("h1", IN_TABLE), **span_outputs("join", FENCE_JOINS)}
+    honest = {**span_outputs("honest", ALIASED), **_fenced()}
     report = probe.run_lines(pytester, shared_data, {**hostile, **honest})
     probe.assert_verdicts(report, list(hostile), list(honest))
 
@@ -79,11 +80,11 @@ def test_a_state_function_or_a_files_read_after_a_fence_is_no_end_on_duckdb(
 ) -> None:
     datasource = _duckdb_with_sequence(pytester)
     hostile = {
-        **_span_outputs("h2", CALLS_AFTER),
-        **_span_outputs("h1", IN_TABLE),
-        **_span_outputs("join", FENCE_JOINS),
+        **span_outputs("h2", CALLS_AFTER),
+        **span_outputs("h1", IN_TABLE),
+        **span_outputs("join", FENCE_JOINS),
     }
-    honest = {**_span_outputs("honest", ALIASED), **_fenced()}
+    honest = {**span_outputs("honest", ALIASED), **_fenced()}
     report = probe.run_lines(pytester, shared_data, {**hostile, **honest}, datasource)
     probe.assert_verdicts(report, list(hostile), list(honest))
 

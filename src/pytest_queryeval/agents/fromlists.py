@@ -22,6 +22,8 @@ import re
 from bisect import bisect_left
 from collections.abc import Iterable
 
+from .statementends import FENCE_READ, reads_on
+
 
 def words(words: Iterable[str]) -> str:
     """``words`` as one alternation of their first letters, each checking that no letter or
@@ -258,22 +260,32 @@ _STATEMENT_GOES_ON = re.compile(
     rf"{_ITEM}(?:\s*,\s*{_LIST_ITEM}){{0,64}}+\s*;\s*{_NEXT_STATEMENT}))",
     re.MULTILINE)
 _SELECT = re.compile(words(["select"]) + r"\b")
+#: What reaches an ``IN`` table: a ``SELECT``, or ``VALUES`` and its ``(`` (SQLite runs
+#: ``VALUES((1, ..., 15) IN Employee)``, which no ``SELECT`` reaches: the twenty-seventh
+#: re-probe's F2). Each is six letters, as :func:`_reaches` reads from past them.
+_IN_HEAD = re.compile(words(["select"]) + r"\b|" + words(["values"]) + r"\s*+\(")
 #: What a scan from a ``SELECT`` looks for: a statement's end (``;``, a fence), a paragraph's
 #: end (a blank line), a string literal's or quoted name's start (read to its end).
 _REACH_MARK = re.compile(r"```|\$\$|['\"`\[;]|\n[ \t\r]*\n")
 _CLOSERS = {"'": "'", '"': '"', "`": "`", "[": "]", "$$": "$$"}
+#: Fences one text's reaches ask the engines' reading at, at most (each parses up to
+#: :data:`~.statementends.FENCE_READ` characters).
+_FENCES = 32
 _E_STRING_END = re.compile(r"(?:[^'\\]|\\.)*'", re.DOTALL)
 
 
-def _reaches(low: str, selects: list[int]) -> list[tuple[int, int]]:
+def _reaches(low: str, selects: list[int], passed: list[int] | None = None
+             ) -> list[tuple[int, int]]:
     """For each ``SELECT`` (at ``selects``, ascending), where the first statement's end and
     the first paragraph's end after it outside string literals are (the text's length: none).
     A scan that reaches the next ``SELECT`` outside a string goes on as that one's; past a
-    budget of characters, every ``SELECT`` reads to the end (fail closed)."""
-    size, left = len(low), 4 * len(low) + 100_000
+    budget of characters, every ``SELECT`` reads to the end (fail closed). A fence ends a
+    statement only where the engines end it there (:func:`_fence_ends`); ``passed``: where
+    the fences a statement goes on past are, added to."""
+    size, left, fences = len(low), 4 * len(low) + 100_000, [_FENCES]
     out = [(size, size)] * len(selects)
     for i in range(len(selects) - 1, -1, -1):
-        pos, end, para, after = selects[i] + 6, size, size, i + 1
+        pos, end, para, after, through = selects[i] + 6, size, size, i + 1, False
         while left > 0:
             while after < len(selects) and selects[after] < pos:
                 after += 1
@@ -287,7 +299,12 @@ def _reaches(low: str, selects: list[int]) -> list[tuple[int, int]]:
             if mark is None:
                 break
             token = mark.group()
-            if token in (";", "```"):
+            if token == "```" and not through and not _fence_ends(low, selects[i], at, fences):
+                through, pos = True, mark.end()  # the engines read on: so does the reach
+                if passed is not None:
+                    passed.append(at)
+                continue
+            if token == ";" or (token == "```" and not through):
                 end = at
                 break
             if token.startswith("\n"):
@@ -302,6 +319,21 @@ def _reaches(low: str, selects: list[int]) -> list[tuple[int, int]]:
             return [(size, size)] * len(selects)
         out[i] = (end, para)
     return out
+
+
+def _fence_ends(low: str, start: int, at: int, fences: list[int]) -> bool:
+    """Whether the fence at ``at`` ends the statement that starts at ``start``: where each
+    engine's own parser rejects what it then reads as one statement, or reads the fence as an
+    alias, whole or to one of the next line ends (:func:`~.statementends.reads_on`, the span
+    search's rule). ``K``, a fence, then `` `, Employee e`` or `` ` WHERE (1, ..., 15) NOT IN
+    Employee`` is a join or an ``IN`` read of the forbidden table to both engines, which the
+    floor took for prose after a fenced statement (the twenty-seventh re-probe's F3 and F4).
+    ``fences``: the reads left to the text (:data:`_FENCES`); past them a fence ends nothing
+    (fail closed)."""
+    fences[0] -= 1
+    if fences[0] < 0:
+        return False
+    return not reads_on(low[start : start + FENCE_READ + 1], low[start:at].rstrip(), at - start)
 
 
 def _close(low: str, at: int, quote: str) -> int:
@@ -333,11 +365,14 @@ def forbidden_read(low: str, forbidden: tuple[str, ...]) -> int | None:
     reach: list[tuple[int, int]] = []
     ins = [m.start() for m in _in_pattern(forbidden).finditer(low)]
     if ins:  # SQLite's ``x IN Employee``: a read of the table, in a ``SELECT``'s reach
-        selects = [m.start() for m in _SELECT.finditer(low)]
-        reach = _reaches(low, selects)
-        found += [at for at in ins if _selected(at, selects, reach)][:1]
+        heads = [m.start() for m in _IN_HEAD.finditer(low)]
+        found += [at for at in ins if _selected(at, heads, _reaches(low, heads))][:1]
     first = min(found) if found else None
-    items = _items(low, names)
+    passed: list[int] = []
+    if "```" in low:  # the fences a statement goes on past, read as the engines read them
+        selects = [m.start() for m in _SELECT.finditer(low)]
+        reach = _reaches(low, selects, passed)
+    items = _items(_read_on(low, passed), names)
     if items is None:
         return 0
     for n, (start, end) in enumerate(items):
@@ -350,6 +385,20 @@ def forbidden_read(low: str, forbidden: tuple[str, ...]) -> int | None:
                 _STATEMENT_GOES_ON.match(low, end):
             return start
     return first
+
+
+def _read_on(low: str, fences: list[int]) -> str:
+    """``low`` with each fence at ``fences`` read as the engines read it there: its first
+    backtick opens a quoted name (its next two, doubled, are one backtick in it) that the next
+    backtick closes. The walks read a fence as a statement's end, so ``K``, a fence, then
+    `` `, Employee e`` and ``WHERE 1`` (a join, to the engines) read no ``Employee``."""
+    if not fences:
+        return low
+    out, pos = [], 0
+    for at in sorted(fences):
+        out += [low[pos:at], "  `"]
+        pos = at + 3
+    return "".join(out) + low[pos:]
 
 
 def _selected(at: int, selects: list[int], reach: list[tuple[int, int]]) -> bool:
@@ -378,12 +427,14 @@ def _label_pattern(forbidden: tuple[str, ...]) -> re.Pattern[str]:
 def _in_pattern(forbidden: tuple[str, ...]) -> re.Pattern[str]:
     """A forbidden table on the right of ``IN``, not a call's name: SQLite reads ``x IN
     Employee`` as ``x IN (SELECT * FROM Employee)`` (a row value of the table's width
-    matches), a read no ``FROM`` list shows (the twenty-sixth re-probe's F1)."""
+    matches), a read no ``FROM`` list shows (the twenty-sixth re-probe's F1). Its name may be
+    single-quoted too, as SQLite's grammar takes a string for a name there (``x IN
+    'Employee'``, ``main.'Employee'``: the twenty-seventh re-probe's F1)."""
     names = "|".join(re.escape(t.lower()) for t in sorted(set(forbidden), key=len,
                                                           reverse=True))
-    part = r"(?:[\w$]++|\"[^\"\n]{0,256}+\"|`[^`\n]{0,256}+`|\[[^\]\n]{0,256}+\])"
-    return re.compile(rf"(?<![\w$])in(?:\s++|(?=[\"`\[]))(?:{part}\s*+\.\s*+)?"
-                      rf"[\"`\[]?(?:{names})[\"`\]]?(?![\w$])(?!\s*+[(.])")
+    part = r"(?:[\w$]++|\"[^\"\n]{0,256}+\"|'[^'\n]{0,256}+'|`[^`\n]{0,256}+`|\[[^\]\n]{0,256}+\])"
+    return re.compile(rf"(?<![\w$])in(?:\s++|(?=[\"'`\[]))(?:{part}\s*+\.\s*+)?"
+                      rf"[\"'`\[]?(?:{names})[\"'`\]]?(?![\w$])(?!\s*+[(.])")
 
 
 @functools.lru_cache(maxsize=64)

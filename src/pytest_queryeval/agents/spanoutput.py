@@ -31,8 +31,8 @@ from functools import lru_cache
 from typing import Any
 
 from .llmcalls import canonical
-from .runcopies import RunCopies, breaks_kept, line_commented, line_ended, lined
-from .statementends import FENCE_READ, ends_outside, reads_more
+from .runcopies import RunCopies, line_commented, line_ended, lined, tokens_kept
+from .statementends import FENCE_READ, ends_outside, reads_on
 from .textcalls import NOT_MODEL_ROLES
 
 #: Keys of an LLM's message text: its output's (and its history's: a trace that kept the last
@@ -78,8 +78,13 @@ _RUN = re.compile(r"[ \t\n\r\f\v]*+")
 _FENCES = 32
 #: Blanks to the text's end.
 _TAIL = re.compile(r"\s*+\Z")
-_NEXT = re.compile(r"\Z|;|```|[0-9]++(?![^\x00-\x7f]|[\w$])|(?i:(?:Final )?(?:SQLResult|Answer|Result|Rows|"
-                   r"Observation|Output|Thought|Question|Action)):")
+_NEXT = re.compile(r"\Z|;|```|~~~|[0-9]++(?![^\x00-\x7f]|[\w$])|(?i:(?:Final )?(?:SQLResult|Answer|"
+                   r"Result|Rows|Observation|Output|Thought|Question|Action)):")
+#: What opens or closes a Markdown fence (backticks or tildes): the engines read ``` ``` ```
+#: as a quoted name and DuckDB ``~~~`` as an operator, so after a statement each ends it only
+#: where the engines' own parsers say so (:func:`~.statementends.reads_more`). An honest
+#: ``~~~sql`` fence errored as an unknown statement (the twenty-seventh re-probe's M1).
+_FENCE_MARKS = ("```", "~~~")
 #: A quote or backtick that closes one opened right before the statement.
 _CLOSING = re.compile(r"['\"`]")
 #: Token types a statement that a number or a label may follow ends in, in both engines'
@@ -221,13 +226,14 @@ class _Search:
         what is left reads as SQL only when it holds another statement, and a ``--`` comment
         ends at its line, so a statement on the next line is still read (a text searched as
         one line hid ``-- remove the genres`` then ``DELETE FROM Genre`` in a ``sql`` fence:
-        issue 58, the fourteenth re-probe's F1). ``lined`` keeps the line ends
-        (:func:`~.runcopies.breaks_kept`); ``plain`` is the same text with every blank a space,
+        issue 58, the fourteenth re-probe's F1). ``lined`` keeps the line ends and the tokens
+        the engines read (:func:`~.runcopies.tokens_kept`); ``plain`` is the same text with
+        every blank a space,
         so that a statement is found in it at the place it has in ``lined``. A statement where
         a line comment may stand is found in ``lined`` only, with its own line ends: a copy of
         a counted graph read with the break moved after ``//x`` is a write, which read with its
         breaks as blanks was taken out (the twentieth re-probe's F5)."""
-        lined = breaks_kept(text)
+        lined = tokens_kept(text)
         plain = _BLANK.sub(" ", lined)
         fences = [_FENCES]
         for statement in self._statements():
@@ -292,12 +298,12 @@ def _whole(text: str, at: int, end: int, fences: list[int] | None = None) -> boo
     after = _NEXT.match(text, rest) if line_ended(text[end:rest]) else None
     if after is None or not ends_outside(text[at:rest]):
         return False
-    if after.group() == "```":  # a name the engines quote: what they read with it
+    if after.group() in _FENCE_MARKS:  # a quoted name or an operator: what they read with it
         if fences is not None:
             fences[0] -= 1
             if fences[0] < 0:  # past the reads a text is given: left in (fail closed)
                 return False
-        return not reads_more(text[at : at + FENCE_READ + 1], text[at:end])
+        return not reads_on(text[at : at + FENCE_READ + 1], text[at:end], rest - at)
     return complete(text[at:end])
 
 

@@ -21,6 +21,7 @@ DuckDB installed, no datasource is DuckDB, so only SQLite's reading is asked.
 
 from __future__ import annotations
 
+import itertools
 import re
 import sqlite3
 from functools import lru_cache
@@ -42,8 +43,9 @@ def ends_outside(text: str) -> bool:
     """Whether ``text`` ends outside every string, quoted name, bracket, dollar quote and
     comment in SQLite's reading and in DuckDB's (so that what follows it is read as what it
     is): SQLite's ``sqlite3_complete`` finds a ``;`` put after it, and DuckDB's tokenizer a
-    token put after it."""
-    if not sqlite3.complete_statement(text + ";"):
+    token put after it. A text SQLite's reader is not given (a lone surrogate, a NUL:
+    :func:`_complete`) does not (fail closed)."""
+    if not _complete(text + ";"):
         return False
     duckdb = _duckdb()
     if duckdb is None:
@@ -79,19 +81,63 @@ def reads_more(text: str, statement: str) -> bool:
     return not (_sqlite_ends(first, statement, rest) and _duckdb_ends(first, statement, rest))
 
 
+#: Line ends after a fence's own line :func:`reads_on` cuts the text at, at most.
+FENCE_LINES = 3
+#: What ends a line to some reader (every line break ``str.splitlines`` reads); ``\r\n`` is
+#: one end.
+_LINE_END = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+
+
+def reads_on(text: str, statement: str, fence: int) -> bool:
+    """:func:`reads_more` of ``text``, and of ``text`` cut at each of the first
+    :data:`FENCE_LINES` line ends after the line of its fence (at ``fence``): a harness may run
+    the model's text to any line's end, and the floor reads a statement to one. ``K``, a
+    fence, `` ` WHERE (1, ..., 15) NOT IN Employee`` then ``25`` on the next line is no
+    statement to either parser whole, and to the line's end an ``IN`` read of the table (the
+    twenty-seventh re-probe's F3 and F4)."""
+    if reads_more(text, statement):
+        return True
+    ends = _LINE_END.finditer(text, fence)
+    next(ends, None)  # the fence's own line: a backtick the text then leaves open
+    return any(reads_more(text[: end.start()], statement)
+               for end in itertools.islice(ends, FENCE_LINES))
+
+
 def _first_statement(text: str) -> str | None:
     """``text`` to the first ``;`` that ends a statement in SQLite's reading (DuckDB's
     tokenizer ending it there too), or all of it; None past :data:`FENCE_READ` or
-    :data:`_SEMICOLONS`."""
+    :data:`_SEMICOLONS`, or where the text to a ``;`` is one SQLite's driver is not given
+    (:func:`_unreadable`)."""
     at = text.find(";", 0, FENCE_READ)
     for _ in range(_SEMICOLONS):
         if at < 0:
             return text if len(text) <= FENCE_READ else None
         head = text[: at + 1]
+        if _unreadable(head):
+            return None
         if sqlite3.complete_statement(head):
             return head if ends_outside(text[:at]) else None
         at = text.find(";", at + 1, FENCE_READ)
     return None
+
+
+def _complete(text: str) -> bool:
+    """``sqlite3_complete`` of ``text``; False where Python's driver cannot give it the text
+    (:func:`_unreadable`)."""
+    return not _unreadable(text) and sqlite3.complete_statement(text)
+
+
+def _unreadable(text: str) -> bool:
+    """Whether Python's SQLite driver refuses ``text``: a lone surrogate (a UTF-16 record cut
+    inside an emoji) or a NUL. Asked of such a text, ``sqlite3_complete`` raised out of the span
+    reading, and the case failed with a traceback and no reason (issue 58, the twenty-seventh
+    re-probe's H4): now a statement before it is not taken out there (fail closed), and the
+    text is read with it."""
+    return "\x00" in text or _SURROGATE.search(text) is not None
+
+
+#: A lone surrogate (a Python text holds one where its JSON's ``\\ud800`` did).
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 #: What SQLite reads as one backtick-quoted name and blanks (SQLite's own blanks: not ``\v``),

@@ -19,6 +19,16 @@ import re
 from typing import Any
 
 from ..errors import FormRefused, QueryRefused, QuerySyntaxError, ReadRefused
+from .sqlfunctions import (
+    FORBIDDEN_FUNCTIONS,
+    SQL_TEXT_FUNCTIONS,
+    TABLE_READERS,
+    called_names,
+    reads_a_file,
+)
+
+__all__ = ["FORBIDDEN_FUNCTIONS", "check_read_only", "function_name", "query_led", "reads_a_file",
+           "sql_tokens", "sqlglot_dialect"]
 
 #: sqlglot dialect names for SQLAlchemy backend names that differ (the rest are passed as-is
 #: when sqlglot knows them).
@@ -38,80 +48,6 @@ _FORBIDDEN_NODES = (
     "Commit", "Rollback", "Grant", "Revoke", "Analyze", "LoadData", "Use", "Cache", "Uncache",
     "Refresh", "Into", "Lock", "Kill", "Comment", "Describe", "Summarize",
 )
-
-#: Functions with side effects outside the transaction (a read-only transaction does not stop
-#: ``pg_terminate_backend``), or that read/write server files.
-FORBIDDEN_FUNCTIONS = frozenset({
-    "pg_terminate_backend", "pg_cancel_backend", "pg_reload_conf", "pg_rotate_logfile",
-    "set_config", "pg_advisory_lock", "pg_advisory_xact_lock", "pg_advisory_lock_shared",
-    "lo_import", "lo_export", "lo_unlink", "lo_create", "pg_read_file", "pg_read_binary_file",
-    "pg_ls_dir", "pg_stat_file", "dblink", "dblink_exec", "pg_switch_wal",
-    "pg_create_restore_point", "pg_promote", "pg_logical_emit_message", "nextval", "setval",
-    "load_extension", "writefile", "readfile", "edit", "fts3_tokenizer",
-    # effects that outlive the rolled-back read-only transaction: session advisory locks stay
-    # held by the pooled connection, a replication slot retains WAL until the disk fills,
-    # statistics resets and backup/replay controls are not transactional
-    "pg_try_advisory_lock", "pg_try_advisory_lock_shared", "pg_advisory_unlock",
-    "pg_advisory_unlock_shared", "pg_advisory_unlock_all", "pg_create_physical_replication_slot",
-    "pg_create_logical_replication_slot", "pg_drop_replication_slot",
-    "pg_copy_physical_replication_slot", "pg_copy_logical_replication_slot",
-    "pg_replication_slot_advance", "pg_replication_origin_create", "pg_replication_origin_drop",
-    "pg_replication_origin_advance", "pg_replication_origin_session_setup", "pg_stat_reset",
-    "pg_stat_reset_shared", "pg_stat_reset_single_table_counters",
-    "pg_stat_reset_single_function_counters", "pg_stat_reset_slru",
-    "pg_stat_reset_replication_slot", "pg_stat_reset_subscription_stats",
-    "pg_stat_statements_reset", "pg_log_backend_memory_contexts", "pg_backup_start",
-    "pg_backup_stop", "pg_start_backup", "pg_stop_backup", "pg_wal_replay_pause",
-    "pg_wal_replay_resume", "pg_file_write", "pg_file_rename", "pg_file_unlink", "pg_file_sync",
-    # DuckDB's table functions that write the database file (``SELECT * FROM checkpoint()``,
-    # the seventeenth re-probe's H5)
-    "checkpoint", "force_checkpoint",
-})
-
-#: Functions of one dialect that run SQL given to them as text, or read tables named by a
-#: value computed at run time (DuckDB's ``query('SELECT * FROM Emp' || 'loyee')`` and
-#: ``query_table(...)``): no guard reads the inner statement, and no count of the tables an
-#: agent read (the binder's account) sees the table. PostgreSQL's are :mod:`.pgguard`'s.
-_DIALECT_SQL_TEXT_FUNCTIONS: dict[str, frozenset[str]] = {
-    "duckdb": frozenset({"query", "query_table", "json_execute_serialized_sql"}),
-}
-#: Table functions and table macros of one dialect that read a table named by their argument
-#: (DuckDB's ``FROM histogram_values(Employee, FirstName)`` gave every first name, and
-#: ``pragma_storage_info('Employee')`` each column's minimum and maximum): the binder's account
-#: of the tables read does not show that table. Refused in ``FROM`` only (``histogram`` is also
-#: an aggregate of a column, which reads what the query names).
-_DIALECT_TABLE_READERS: dict[str, frozenset[str]] = {
-    "duckdb": frozenset({"histogram", "histogram_values", "pragma_storage_info"}),
-}
-#: Functions of one dialect that open a file or a URL. DuckDB with external access off still
-#: lets a query open its own database file: ``read_duckdb('chinook.duckdb', table_name =
-#: 'Employee')`` read every employee, ``read_blob`` gave the whole file, and ``read_csv`` of
-#: it as UTF-16 text (``delim='|', quote='', encoding='utf-16'``) gave the employees' names;
-#: ``read_json_objects``, ``sniff_csv`` and ``glob`` open it too. None of these is a table
-#: the binder counts. The list is DuckDB 2.0.1's table functions whose first parameter is a
-#: path (``SELECT function_name, parameters FROM duckdb_functions()``: ``path``, ``paths``,
-#: ``file``, ``pattern``); :data:`_DIALECT_FILE_READER_NAMES` adds every name an extension's
-#: reader has or may have (``st_read``, ``iceberg_scan``, ``delta_scan``, ``read_xlsx``).
-#: tests/agents/test_file_reads.py checks the list against the installed DuckDB.
-_DIALECT_FILE_READERS: dict[str, frozenset[str]] = {
-    "duckdb": frozenset({
-        "read_blob", "read_csv", "read_csv_auto", "read_duckdb", "read_json", "read_json_auto",
-        "read_json_objects", "read_json_objects_auto", "read_ndjson", "read_ndjson_auto",
-        "read_ndjson_objects", "read_parquet", "read_single_csv_file",
-        "read_single_json_file", "read_single_parquet_file", "read_text", "parquet_scan",
-        "parquet_bloom_probe", "parquet_file_metadata", "parquet_full_metadata",
-        "parquet_kv_metadata", "parquet_metadata", "parquet_page_index", "parquet_schema",
-        "sniff_csv", "glob", "which_secret",
-    }),
-}
-#: Name rules of the same (a function of no DuckDB here may come with an extension): a
-#: ``read_*`` or ``*_scan`` function, the Parquet, Iceberg, Delta, DuckLake, Lance, Vortex,
-#: Avro, Excel and spatial readers, and the scanners of other databases' files.
-_DIALECT_FILE_READER_NAMES: dict[str, re.Pattern[str]] = {
-    "duckdb": re.compile(
-        r"(?:read_|parquet_|iceberg_|delta_|ducklake_|lance_|vortex_|avro_|excel_|st_read"
-        r"|sqlite_|postgres_|mysql_|odbc_).*|.*_scan", re.ASCII),
-}
 
 #: Table functions and views of one dialect that give the database file's path on the host
 #: (DuckDB's ``duckdb_databases()``, a view too, and ``pragma_database_list``; SQLite's
@@ -147,14 +83,6 @@ def _check_table_name(parts: list[str]) -> None:
                                "as a file (the database's own too, which no count of the "
                                "tables read can see)")
 
-
-def reads_a_file(name: str, dialect: str | None) -> bool:
-    """Whether the function ``name`` of ``dialect`` opens a file or a URL (see
-    :data:`_DIALECT_FILE_READERS`)."""
-    name = name.lower()
-    rule = _DIALECT_FILE_READER_NAMES.get(dialect or "")
-    return name in _DIALECT_FILE_READERS.get(dialect or "", frozenset()) or (
-        rule is not None and rule.fullmatch(name) is not None)
 
 #: Words that make an *unparseable* statement suspicious (fallback check on tokens).
 _WRITE_WORDS = frozenset({
@@ -347,8 +275,8 @@ def _check_query(tree: Any, dialect: str | None) -> None:
 
     summarize = getattr(exp, "Summarize", None)
     forbidden = tuple(t for t in (getattr(exp, n, None) for n in _FORBIDDEN_NODES) if t)
-    sql_text = _DIALECT_SQL_TEXT_FUNCTIONS.get(dialect or "", frozenset())
-    readers = _DIALECT_TABLE_READERS.get(dialect or "", frozenset())
+    sql_text = SQL_TEXT_FUNCTIONS.get(dialect or "", frozenset())
+    readers = TABLE_READERS.get(dialect or "", frozenset())
     for node in tree.walk():
         if isinstance(node, forbidden):
             refused = ReadRefused if summarize is not None and isinstance(node, summarize) \
@@ -482,14 +410,31 @@ def _check_tokens(sql: str, dialect: str | None) -> None:
                 raise QueryRefused("multiple statements; only one query is executed")
         elif tok.text.upper() in _WRITE_WORDS:
             raise QueryRefused(f"unparseable statement containing {tok.text.upper()}")
-        elif (tok.text.lower() in _DIALECT_SQL_TEXT_FUNCTIONS.get(dialect or "", ())
-              or reads_a_file(tok.text, dialect)) \
-                and i + 1 < len(words) and words[i + 1].token_type.name == "L_PAREN":
-            raise QueryRefused(f"unparseable statement calling {tok.text.lower()}()")
         else:
             _check_path_view(tok.text, dialect)
+    _check_called(tokens, dialect)
     if dialect in _PATH_TABLES:
         for before, tok in itertools.pairwise(tokens):
             if before.token_type.name in ("FROM", "JOIN") \
                     and tok.token_type.name in ("STRING", "IDENTIFIER", "VAR"):
                 _check_table_name([tok.text])
+
+
+def _check_called(tokens: list[Any], dialect: str | None) -> None:
+    """Refuse, in the tokens of a text sqlglot could not parse, a call of what the tree's
+    check refuses (:func:`_check_query`): a function with effects, one that runs SQL given as
+    text or opens a file, and a table function that reads a table by name (anywhere: with no
+    tree, not only in ``FROM``). Without them, DuckDB's ``SELECT x'AB', * FROM checkpoint()``
+    or ``... FROM checkpoint() AS `c``` (a blob literal or a backtick sqlglot's DuckDB grammar
+    refuses) wrote the database file past the count of writes, and ``pragma_storage_info``
+    gave a forbidden table's values (issue 58, the twenty-seventh re-probe's H2 and H3)."""
+    sql_text = SQL_TEXT_FUNCTIONS.get(dialect or "", frozenset())
+    readers = TABLE_READERS.get(dialect or "", frozenset())
+    for name in called_names(tokens):
+        if name in FORBIDDEN_FUNCTIONS:
+            raise QueryRefused(f"unparseable statement calling {name}(), which has side effects")
+        if name in sql_text or reads_a_file(name, dialect):
+            raise QueryRefused(f"unparseable statement calling {name}()")
+        if name in readers:
+            raise ReadRefused(f"unparseable statement calling {name}(), which reads the table "
+                              "named by its argument: no count of the tables read can see it")
