@@ -140,6 +140,7 @@ def check_regexes(code: Sequence[Token]) -> None:
     """Refuse what the module docstring says, for every call of :data:`REGEX_CALLS` and
     every ``=~``."""
     scopes = _scopes(code)
+    matched = _matched(code, scopes)
     work = 0
     for i, tok in enumerate(code):
         if tok.kind in ("word", "quoted") and i + 1 < len(code) and code[i + 1].text == "(" \
@@ -162,7 +163,7 @@ def check_regexes(code: Sequence[Token]) -> None:
             raise QueryRefused(f"{name} at {where(tok)} is inside an iteration: a regular "
                                "expression is matched once a value, which the server does "
                                "without checking its timeout")
-        work += _length(code, scopes, subject, name, tok) ** (_degree(code, pattern, name, tok) + 1)
+        work += _length(code, scopes, matched, subject, name, tok) ** (_degree(code, pattern, name, tok) + 1)
         if work > MAX_REGEX_WORK:
             raise QueryRefused(f"{name} at {where(tok)}: the query's regular expressions may "
                                f"backtrack more than {MAX_REGEX_WORK:,} steps, which the "
@@ -201,22 +202,23 @@ def _degree(code: Sequence[Token], span: tuple[int, int], name: str, tok: Token)
     return parts
 
 
-def _length(code: Sequence[Token], scopes: list[tuple[int, ...]], span: tuple[int, int],
-            name: str, tok: Token) -> int:
+def _length(code: Sequence[Token], scopes: list[tuple[int, ...]], matched: frozenset[str],
+            span: tuple[int, int], name: str, tok: Token) -> int:
     """The characters of the subject at ``code[span]``: a string literal's, or
     :data:`.bounds.MAX_LITERAL_CHARS` for a property of a node or relationship the query
-    matched (the graph's own value), also under :data:`_KEEPING` calls; anything else is
-    refused (a string the query built may be far longer)."""
+    matched (the graph's own value: its name one of ``matched``, :func:`_matched`), also
+    under :data:`_KEEPING` calls; anything else is refused (a string the query built may be
+    far longer)."""
     start, end = span
     if end - start == 1 and code[start].kind == "string":
         return max(1, _decoded_length(code[start]))
     if end - start == 3 and code[start + 1].text == "." \
-            and _matched(code, scopes, code[start].text):
+            and code[start].text.strip("`").lower() in matched:
         return MAX_LITERAL_CHARS
     if end - start > 3 and code[start].text.lower() in _KEEPING and code[start].kind == "word" \
             and code[start + 1].text == "(" and code[end - 1].text == ")" \
             and all(start + 1 in scopes[k] for k in range(start + 2, end - 1)):
-        return _length(code, scopes, (start + 2, end - 1), name, tok)
+        return _length(code, scopes, matched, (start + 2, end - 1), name, tok)
     raise QueryRefused(f"{name} at {where(tok)} matches a regular expression against a value "
                        "that is neither a string literal nor a property of a matched node or "
                        "relationship: the guard cannot bound its length")
@@ -227,62 +229,42 @@ def _length(code: Sequence[Token], scopes: list[tuple[int, ...]], span: tuple[in
 _KEEPING = frozenset({"tolower", "toupper", "trim", "ltrim", "rtrim"})
 
 
-def _matched(code: Sequence[Token], scopes: list[tuple[int, ...]], name: str) -> bool:
-    """Whether ``name`` is a pattern variable (``MATCH (name:Label``, ``-[name]-``...) and is
-    never bound otherwise (``AS name``, ``name IN``, ``name =``, ``YIELD name``) under any
-    spelling: backquoted or not, in any case (the 27th re-probe's H4 bound ``AS `m``` and
-    took a list literal ``[m]`` for a pattern). Fails closed: a pattern the walk does not
-    read as one binds nothing."""
-    name = name.strip("`").lower()
-    pattern = bound = False
-    if any(t.text.upper() == "YIELD" and k + 1 < len(code) and code[k + 1].text == "*"
-           for k, t in enumerate(code)):
-        return False  # YIELD * binds names the text does not show
-    for k in range(1, len(code) - 1):
-        if code[k].kind not in ("word", "quoted") or code[k].text.strip("`").lower() != name:
-            continue
-        if code[k - 1].text.upper() == "AS" or code[k + 1].text.upper() == "IN" \
-                or code[k + 1].text == "=" or _yielded(code, k):
-            bound = True
-        elif code[k - 1].text in ("(", "[") and code[k + 1].text in (":", ")", "]", "{") \
-                and _in_match(code, scopes, k - 1):
-            pattern = True
-    return pattern and not bound
+def _matched(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> frozenset[str]:
+    """The names (backquotes stripped, lower-cased) a ``MATCH`` pattern binds to a node or
+    relationship (``MATCH (name:Label``, ``-[name]-``...) and nothing binds otherwise
+    (``AS name``, ``name IN``, ``name =``, a ``YIELD`` list) under any spelling: the 27th
+    re-probe's H4 bound ``AS `m``` and took a list literal ``[m]`` for a pattern. Fails
+    closed: a pattern this reading does not take for one binds nothing. One pass: a bracket
+    is a pattern's when the last word read at its level (a path's ``p =`` passed over) is
+    ``MATCH``; a walk back from each bracket would be quadratic in a long query."""
+    pattern: set[str] = set()
+    bound: set[str] = set()
+    after_match: dict[tuple[int, ...], bool] = {}
+    yielding = False
+    for k, tok in enumerate(code):
+        named = tok.kind in ("word", "quoted")
+        word = tok.text.upper() if tok.kind == "word" else ""
+        after = code[k + 1].text if k + 1 < len(code) else ""
+        if word == "YIELD" and after == "*":
+            return frozenset()  # YIELD * binds names the text does not show
+        yielding = word == "YIELD" or (yielding and (tok.text == "," or named)
+                                       and word not in _CLAUSES)
+        if named and k and word != "YIELD":
+            name = tok.text.strip("`").lower()
+            if yielding or code[k - 1].text.upper() == "AS" or after.upper() == "IN" \
+                    or after == "=":
+                bound.add(name)
+            elif code[k - 1].text in ("(", "[") and after in (":", ")", "]", "{") \
+                    and after_match.get(scopes[k - 1], False):
+                pattern.add(name)
+        if named and after != "=":
+            after_match[scopes[k]] = word == "MATCH"
+    return frozenset(pattern - bound)
 
 
-#: Words that end a walk back over a ``YIELD`` list: another clause starts there.
-_CLAUSES = frozenset({"RETURN", "WITH", "WHERE", "MATCH", "UNWIND", "CALL", "ORDER", "BY",
-                      "SKIP", "LIMIT", "OPTIONAL", "UNION", "DISTINCT"})
-
-
-def _yielded(code: Sequence[Token], k: int) -> bool:
-    """Whether the name ``code[k]`` stands in a ``YIELD`` list (``YIELD a, b AS c``)."""
-    j = k - 1
-    while j >= 0 and (code[j].text in (",", ".") or code[j].kind in ("word", "quoted")):
-        word = code[j].text.upper() if code[j].kind == "word" else ""
-        if word == "YIELD":
-            return True
-        if word in _CLAUSES:
-            return False
-        j -= 1
-    return False
-
-
-def _in_match(code: Sequence[Token], scopes: list[tuple[int, ...]], bracket: int) -> bool:
-    """Whether the bracket ``code[bracket]`` opens a node or relationship of a ``MATCH``
-    pattern: walking back at its level, over other brackets, signs and a path's ``p =``, the
-    first word is ``MATCH`` (not ``RETURN [m]``, ``WHERE (m)``, a list or a comprehension)."""
-    level = scopes[bracket]
-    for j in range(bracket - 1, -1, -1):
-        if len(scopes[j]) < len(level):
-            return False
-        if scopes[j] != level or code[j].kind not in ("word", "quoted"):
-            continue
-        if code[j].kind == "word" and code[j].text.upper() == "MATCH":
-            return True
-        if not (j + 1 < len(code) and code[j + 1].text == "="):
-            return False
-    return False
+#: Words that end a ``YIELD`` list: another clause starts there.
+_CLAUSES = frozenset({"RETURN", "WITH", "WHERE", "MATCH", "UNWIND", "CALL", "ORDER", "SKIP",
+                      "LIMIT", "OPTIONAL", "UNION"})
 
 
 def _unescaped(text: str) -> str:
