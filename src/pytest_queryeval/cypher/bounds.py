@@ -671,10 +671,12 @@ _EXPONENTIAL = frozenset({"apoc.coll.combinations", "apoc.coll.powerset"})
 
 
 def _function(code: Sequence[Token], i: int) -> str:
-    """The dotted, lower-cased name of the function called at the word ``code[i]``."""
-    name, k = code[i].text.lower(), i
-    while k >= 2 and code[k - 1].text == "." and code[k - 2].kind == "word":
-        name, k = f"{code[k - 2].text.lower()}.{name}", k - 2
+    """The dotted, lower-cased name of the function called at ``code[i]``, backquoted parts
+    read as the names they stand for, as the server reads them (the guard refuses them before
+    any bound is counted; this reading keeps the bounds right without that refusal)."""
+    name, k = code[i].text.strip("`").lower(), i
+    while k >= 2 and code[k - 1].text == "." and code[k - 2].kind in ("word", "quoted"):
+        name, k = f"{code[k - 2].text.strip('`').lower()}.{name}", k - 2
     return name
 
 
@@ -767,7 +769,7 @@ def _check_growth(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> dict[
     factors: dict[int, int] = {}
     total = 1
     for i, tok in enumerate(code):
-        if tok.kind != "word" or i + 1 >= len(code) or code[i + 1].text != "(" \
+        if tok.kind not in ("word", "quoted") or i + 1 >= len(code) or code[i + 1].text != "(" \
                 or (i + 2 < len(code) and code[i + 2].kind == "word"
                     and code[i + 2].text == "."):
             continue

@@ -6,8 +6,9 @@ the server busy about 90 s past the plugin's 3 s timeout, and later golds timed 
 twenty-sixth re-probe's H1, issue 58). :func:`check_regexes` refuses, before anything is sent,
 a pattern the guard cannot read (not one string literal), one that backtracks exponentially
 (a repeated group holding a quantifier or an alternation, a backreference, a subroutine
-call), one of more than :data:`MAX_DEGREE` repeated parts, a subject that is neither a literal
-nor a property of a matched node or relationship, a call inside an iteration, and calls whose
+call, the extended-mode flag ``x``), one of more than :data:`MAX_DEGREE` repeated parts, a
+subject that is neither a literal nor a property of a node or relationship a ``MATCH`` pattern
+binds (and nothing else binds under any spelling), a call inside an iteration, and calls whose
 work, :data:`.bounds.MAX_LITERAL_CHARS` (or the literal's length) to the power of their
 repeated parts and one, passes :data:`MAX_REGEX_WORK` together.
 
@@ -41,9 +42,12 @@ MAX_DEGREE = 2
 MAX_REGEX_WORK = MAX_LITERAL_CHARS ** (MAX_DEGREE + 1)
 #: A group opening whose prefix the reading below knows: non-capturing, lookaround, atomic,
 #: named, flags scoped to the group. Another ``(?`` (a conditional, a subroutine, an absent
-#: operator) is refused.
-_GROUP_PREFIX = re.compile(r"\(\?(?:[:=!>]|<[=!]|P?<[A-Za-z_]\w*>|'[A-Za-z_]\w*'|[imsx-]+:)")
-_FLAGS = re.compile(r"\(\?[imsx-]+\)")
+#: operator) is refused, and so is the ``x`` flag anywhere: in extended mode oniguruma skips
+#: spaces and ``#`` comments, so ``'(?x)(a{1,16}) {1,16}b'`` repeats the group, a nested
+#: quantifier this reading would take for a repeated space (the 27th re-probe's H3).
+_GROUP_PREFIX = re.compile(r"\(\?(?:[:=!>]|<[=!]|P?<[A-Za-z_]\w*>|'[A-Za-z_]\w*'|[ims-]+:)")
+_FLAGS = re.compile(r"\(\?[ims-]+\)")
+_EXTENDED = re.compile(r"\(\?[imsx-]*x")
 _COUNT = re.compile(r"\{(\d*)(,?)(\d*)\}")
 
 
@@ -70,6 +74,9 @@ def degree(pattern: str) -> int:
             i = flags.end()
         elif c == "(":
             prefix = _GROUP_PREFIX.match(pattern, i)
+            if _EXTENDED.match(pattern, i):
+                raise ValueError(f"the extended-mode flag x at character {i + 1} (its spaces "
+                                 "and comments are not read as the server reads them)")
             if pattern.startswith("(?", i) and prefix is None:
                 raise ValueError(f"the group at character {i + 1} is not one the guard reads")
             groups.append(_Group())
@@ -133,9 +140,10 @@ def check_regexes(code: Sequence[Token]) -> None:
     """Refuse what the module docstring says, for every call of :data:`REGEX_CALLS` and
     every ``=~``."""
     scopes = _scopes(code)
+    matched = _matched(code, scopes)
     work = 0
     for i, tok in enumerate(code):
-        if tok.kind == "word" and i + 1 < len(code) and code[i + 1].text == "(" \
+        if tok.kind in ("word", "quoted") and i + 1 < len(code) and code[i + 1].text == "(" \
                 and _function(code, i) in REGEX_CALLS:
             args = _arguments(code, scopes, i + 1)
             subject = args[0] if args else (i + 2, i + 2)
@@ -155,7 +163,7 @@ def check_regexes(code: Sequence[Token]) -> None:
             raise QueryRefused(f"{name} at {where(tok)} is inside an iteration: a regular "
                                "expression is matched once a value, which the server does "
                                "without checking its timeout")
-        work += _length(code, subject, name, tok) ** (_degree(code, pattern, name, tok) + 1)
+        work += _length(code, scopes, matched, subject, name, tok) ** (_degree(code, pattern, name, tok) + 1)
         if work > MAX_REGEX_WORK:
             raise QueryRefused(f"{name} at {where(tok)}: the query's regular expressions may "
                                f"backtrack more than {MAX_REGEX_WORK:,} steps, which the "
@@ -194,34 +202,69 @@ def _degree(code: Sequence[Token], span: tuple[int, int], name: str, tok: Token)
     return parts
 
 
-def _length(code: Sequence[Token], span: tuple[int, int], name: str, tok: Token) -> int:
+def _length(code: Sequence[Token], scopes: list[tuple[int, ...]], matched: frozenset[str],
+            span: tuple[int, int], name: str, tok: Token) -> int:
     """The characters of the subject at ``code[span]``: a string literal's, or
     :data:`.bounds.MAX_LITERAL_CHARS` for a property of a node or relationship the query
-    matched (the graph's own value); anything else is refused (a string the query built may
-    be far longer)."""
+    matched (the graph's own value: its name one of ``matched``, :func:`_matched`), also
+    under :data:`_KEEPING` calls; anything else is refused (a string the query built may be
+    far longer)."""
     start, end = span
     if end - start == 1 and code[start].kind == "string":
         return max(1, _decoded_length(code[start]))
-    if end - start == 3 and code[start + 1].text == "." and _matched(code, code[start].text):
+    if end - start == 3 and code[start + 1].text == "." \
+            and code[start].text.strip("`").lower() in matched:
         return MAX_LITERAL_CHARS
+    if end - start > 3 and code[start].text.lower() in _KEEPING and code[start].kind == "word" \
+            and code[start + 1].text == "(" and code[end - 1].text == ")" \
+            and all(start + 1 in scopes[k] for k in range(start + 2, end - 1)):
+        return _length(code, scopes, matched, (start + 2, end - 1), name, tok)
     raise QueryRefused(f"{name} at {where(tok)} matches a regular expression against a value "
                        "that is neither a string literal nor a property of a matched node or "
                        "relationship: the guard cannot bound its length")
 
 
-def _matched(code: Sequence[Token], name: str) -> bool:
-    """Whether ``name`` is a pattern variable (``(name:Label``, ``[name]``...) and is never
-    bound otherwise (``AS name``, ``name IN``, ``name =``)."""
-    pattern = bound = False
-    for k in range(1, len(code) - 1):
-        if code[k].text != name:
-            continue
-        if code[k - 1].text in ("(", "[") and code[k + 1].text in (":", ")", "]", "{"):
-            pattern = True
-        elif code[k - 1].text.upper() == "AS" or code[k + 1].text.upper() == "IN" \
-                or code[k + 1].text == "=":
-            bound = True
-    return pattern and not bound
+#: Calls that keep a subject's length (a character maps to one character) or shorten it:
+#: ``toLower(m.title)`` weighs what ``m.title`` weighs.
+_KEEPING = frozenset({"tolower", "toupper", "trim", "ltrim", "rtrim"})
+
+
+def _matched(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> frozenset[str]:
+    """The names (backquotes stripped, lower-cased) a ``MATCH`` pattern binds to a node or
+    relationship (``MATCH (name:Label``, ``-[name]-``...) and nothing binds otherwise
+    (``AS name``, ``name IN``, ``name =``, a ``YIELD`` list) under any spelling: the 27th
+    re-probe's H4 bound ``AS `m``` and took a list literal ``[m]`` for a pattern. Fails
+    closed: a pattern this reading does not take for one binds nothing. One pass: a bracket
+    is a pattern's when the last word read at its level (a path's ``p =`` passed over) is
+    ``MATCH``; a walk back from each bracket would be quadratic in a long query."""
+    pattern: set[str] = set()
+    bound: set[str] = set()
+    after_match: dict[tuple[int, ...], bool] = {}
+    yielding = False
+    for k, tok in enumerate(code):
+        named = tok.kind in ("word", "quoted")
+        word = tok.text.upper() if tok.kind == "word" else ""
+        after = code[k + 1].text if k + 1 < len(code) else ""
+        if word == "YIELD" and after == "*":
+            return frozenset()  # YIELD * binds names the text does not show
+        yielding = word == "YIELD" or (yielding and (tok.text == "," or named)
+                                       and word not in _CLAUSES)
+        if named and k and word != "YIELD":
+            name = tok.text.strip("`").lower()
+            if yielding or code[k - 1].text.upper() == "AS" or after.upper() == "IN" \
+                    or after == "=":
+                bound.add(name)
+            elif code[k - 1].text in ("(", "[") and after in (":", ")", "]", "{") \
+                    and after_match.get(scopes[k - 1], False):
+                pattern.add(name)
+        if named and after != "=":
+            after_match[scopes[k]] = word == "MATCH"
+    return frozenset(pattern - bound)
+
+
+#: Words that end a ``YIELD`` list: another clause starts there.
+_CLAUSES = frozenset({"RETURN", "WITH", "WHERE", "MATCH", "UNWIND", "CALL", "ORDER", "SKIP",
+                      "LIMIT", "OPTIONAL", "UNION"})
 
 
 def _unescaped(text: str) -> str:
