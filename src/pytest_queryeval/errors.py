@@ -59,6 +59,19 @@ class ReadRefused(QueryRefused):
     any refusal, but not a write either, so an agent's honest try is no write attempt."""
 
 
+class TableComputed(QueryRefused):
+    """A refused call that runs SQL given as text or reads a table by name, its argument no
+    string literal (``query('SELECT * FROM Tr' || 'ack')``): the table's name is computed at
+    run time, so no text spells it and the count of forbidden tables takes it for any of them
+    (issue 58, the twenty-eighth re-probe's H4: it was counted as none)."""
+
+
+class TableComputedRead(TableComputed, ReadRefused):
+    """A table function that reads the table its argument names, that argument computed
+    (``pragma_storage_info('Tr' || 'ack')``): a read, as :class:`ReadRefused`, of a table
+    no text names (:class:`TableComputed`)."""
+
+
 class FormRefused(QueryRefused):
     """A statement the read-only guard does not run for its form alone (not one query: a
     ``PRAGMA``, ``EXPLAIN``, ``SHOW``, two ``SELECT``), nothing in it refused: it may only

@@ -27,6 +27,7 @@ from ..errors import (
     QueryTimeout,
     QueryUnparsed,
     ReadRefused,
+    TableComputed,
 )
 from .textjudge import ANY_WRITE_WORD, is_write, may_write, tables_of
 from .trajectory import Step, call_key
@@ -147,6 +148,7 @@ class Ledger:
                 self._read_refused(sql, exc)
             else:
                 self._write(f"refused by the datasource ({exc.reason()}): {_short(sql)}")
+                self._computed(exc)
             raise
         except QueryUnparsed:
             self._unparsed(sql, sql_source)
@@ -165,6 +167,15 @@ class Ledger:
             if len(self.findings) < MAX_FINDINGS:
                 self.findings.append(f"read refused, not run ({exc.reason()}): {_short(sql)}")
         self._touch(self._named(sql))
+        self._computed(exc)
+
+    def _computed(self, exc: QueryRefused) -> None:
+        """A refused call that reads a table whose name is computed at run time
+        (:class:`~..errors.TableComputed`: ``pragma_storage_info('Tr' || 'ack')``, which
+        DuckDB runs): no text names the table, so it is taken for every forbidden table, the
+        cautious side. It was counted as none (issue 58, the twenty-eighth re-probe's H4)."""
+        if isinstance(exc, TableComputed) and self.forbidden:
+            self._touch(set(self.forbidden))
 
     def _ran(self, sql: str, table: ResultTable, max_rows: int) -> None:
         """A query that ran, counted with its rows (a reply cut: :meth:`_cut`)."""
@@ -198,6 +209,11 @@ class Ledger:
             self._touch(self._named(sql))
             return
         if self.forbidden:
+            refusal = _guard_refusal(sql, dialect) if sql_source else None
+            if isinstance(refusal, ReadRefused):  # a read the kind did not run: as a call's
+                self._touch(self._named(sql))
+            if refusal is not None:
+                self._computed(refusal)
             try:
                 self._touch(tables_read(source, sql, sql_source, timeout))
             except CountUnknown as exc:
@@ -413,6 +429,24 @@ def _a_read(sql: str, dialect: str | None) -> bool:
 
     return sql_verdict(sql, dialect).kind == "read" and not is_write(sql, dialect) \
         and file_access(sql, dialect) is None
+
+
+def _guard_refusal(sql: str, dialect: str | None) -> QueryRefused | None:
+    """The SQL guard's refusal of ``sql`` (a final query the kind refused), or None: only
+    where the dialect has functions that read a table by name (the guard's verdict on a text
+    the kind checked is kept, so this parses nothing again). A read it refuses counts as a
+    refused call's does (``pragma_storage_info('Tr' || 'ack')`` as the final query was
+    counted as no read, the twenty-eighth re-probe's H4)."""
+    from ..sources.sqlfunctions import SQL_TEXT_FUNCTIONS, TABLE_READERS
+    from ..sources.sqlguard import check_read_only
+
+    if dialect not in SQL_TEXT_FUNCTIONS and dialect not in TABLE_READERS:
+        return None
+    try:
+        check_read_only(sql, dialect)
+    except QueryRefused as exc:
+        return exc
+    return None
 
 
 def _short(text: str) -> str:

@@ -12,6 +12,7 @@ guard and ran (issue 58, the twenty-seventh re-probe's H2 and H3). One list, rea
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -94,7 +95,7 @@ FILE_READER_NAMES: dict[str, re.Pattern[str]] = {
 def reads_a_file(name: str, dialect: str | None) -> bool:
     """Whether the function ``name`` of ``dialect`` opens a file or a URL (see
     :data:`FILE_READERS`)."""
-    name = name.lower()
+    name = plain_name(name)
     rule = FILE_READER_NAMES.get(dialect or "")
     return name in FILE_READERS.get(dialect or "", frozenset()) or (
         rule is not None and rule.fullmatch(name) is not None)
@@ -108,16 +109,37 @@ _CLOSERS = frozenset({"`", "]", '"'})
 _AROUND = "`\"[] \t\r\n\ufeff\u200b\u200c\u200d\u2060\u00ad"
 
 
-def called_names(tokens: Sequence[Any]) -> Iterator[str]:
-    """The names called in sqlglot's ``tokens`` of a text it could not parse: each name (a
-    word, quoted or not, its quotes and invisible characters aside, lower-cased) whose next
-    token, past a closing quote, is ``(``. Read without a tree, a name is taken as called
-    wherever a ``(`` follows it (fail closed)."""
-    called, after = [], None  # the token after each, past closing quotes: one pass back
-    for tok in reversed(tokens):
-        name = str(tok.text).strip(_AROUND).lower()
-        if name and after is not None and after.token_type.name == "L_PAREN":
-            called.append(name)
+def plain_name(name: str) -> str:
+    """A called name as DuckDB reads it: its quotes and blanks around it aside, every format
+    character (Unicode category Cf) left out, lower-cased. DuckDB reads U+200B, U+2060 and
+    U+FEFF as blanks, so ``checkpoint\u200b()`` and ``\u200bread_blob(...)`` call
+    ``checkpoint`` and ``read_blob``, which the lists above name without them (issue 58, the
+    twenty-eighth re-probe's H2: sqlglot's tree kept them in the name, and the guard let the
+    calls run). One reading for the tree's names and the tokens' (:func:`called_calls`)."""
+    if name.isascii():
+        return name.strip(_AROUND).lower()
+    return "".join(c for c in name if unicodedata.category(c) != "Cf").strip(_AROUND).lower()
+
+
+def format_character(name: str) -> bool:
+    """Whether ``name`` holds a format character (Unicode category Cf): no honest name does,
+    and the engines read some as blanks and others as a name's own, so such a name is not
+    the one the guard reads (the guard refuses it, fail closed)."""
+    return not name.isascii() and any(unicodedata.category(c) == "Cf" for c in name)
+
+
+def called_calls(tokens: Sequence[Any]) -> Iterator[tuple[str, int]]:
+    """The calls in sqlglot's ``tokens`` of a text it could not parse, as each name (a word,
+    quoted or not, read as :func:`plain_name` reads it) and the index of its ``(``: each name
+    whose next token, past a closing quote, is ``(``. Read without a tree, a name is taken as
+    called wherever a ``(`` follows it (fail closed)."""
+    called: list[tuple[str, int]] = []
+    after: int | None = None  # the token after each, past closing quotes: one pass back
+    for i in range(len(tokens) - 1, -1, -1):
+        tok = tokens[i]
+        name = plain_name(str(tok.text))
+        if name and after is not None and tokens[after].token_type.name == "L_PAREN":
+            called.append((name, after))
         if tok.text not in _CLOSERS:
-            after = tok
+            after = i
     yield from reversed(called)

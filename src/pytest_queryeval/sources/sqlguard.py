@@ -14,17 +14,34 @@ does.
 
 from __future__ import annotations
 
-import itertools
 import re
 from typing import Any
 
-from ..errors import FormRefused, QueryRefused, QuerySyntaxError, ReadRefused
+from ..errors import (
+    FormRefused,
+    QueryRefused,
+    QuerySyntaxError,
+    ReadRefused,
+    TableComputed,
+    TableComputedRead,
+)
 from .sqlfunctions import (
     FORBIDDEN_FUNCTIONS,
     SQL_TEXT_FUNCTIONS,
     TABLE_READERS,
-    called_names,
+    format_character,
+    plain_name,
     reads_a_file,
+)
+from .sqltokens import (
+    PATH_TABLES,
+    check_called,
+    check_path_view,
+    check_statement_start,
+    check_table_name,
+    check_tokens,
+    sql_tokens,
+    stronger,
 )
 
 __all__ = ["FORBIDDEN_FUNCTIONS", "check_read_only", "function_name", "query_led", "reads_a_file",
@@ -48,65 +65,6 @@ _FORBIDDEN_NODES = (
     "Commit", "Rollback", "Grant", "Revoke", "Analyze", "LoadData", "Use", "Cache", "Uncache",
     "Refresh", "Into", "Lock", "Kill", "Comment", "Describe", "Summarize",
 )
-
-#: Table functions and views of one dialect that give the database file's path on the host
-#: (DuckDB's ``duckdb_databases()``, a view too, and ``pragma_database_list``; SQLite's
-#: ``pragma_database_list``): to an agent's tool or a prediction that is the host's file
-#: system, refused as file access as a file read is (its rows are also scrubbed of the path
-#: where the engine can give it otherwise, ``duckdb.machine_paths``).
-_DIALECT_PATH_VIEWS: dict[str, frozenset[str]] = {
-    "duckdb": frozenset({"duckdb_databases", "pragma_database_list"}),
-    "sqlite": frozenset({"pragma_database_list"}),
-}
-
-
-def _check_path_view(name: str, dialect: str | None) -> None:
-    """Refuse a function or view of :data:`_DIALECT_PATH_VIEWS`."""
-    if name.lower() in _DIALECT_PATH_VIEWS.get(dialect or "", frozenset()):
-        raise QueryRefused(f"{name.lower()} gives the database file's path on the host: file "
-                           "access, refused")
-
-
-#: Dialects whose engine reads a table named like a file as that file (DuckDB's replacement
-#: scans: ``FROM 'chinook.duckdb'`` read the only table of a one-table database file,
-#: ``FROM 'x.csv'`` reads a CSV file), uncounted as the functions above.
-_PATH_TABLES = frozenset({"duckdb"})
-#: What makes a table's name a path: a dot, a slash or a backslash in one part.
-_PATH_CHARS = re.compile(r"[./\\]")
-
-
-def _check_table_name(parts: list[str]) -> None:
-    """Refuse a table named like a file (see :data:`_PATH_TABLES`)."""
-    for part in parts:
-        if _PATH_CHARS.search(part):
-            raise QueryRefused(f"table {part!r} is named like a file, which the engine reads "
-                               "as a file (the database's own too, which no count of the "
-                               "tables read can see)")
-
-
-#: Words that make an *unparseable* statement suspicious (fallback check on tokens).
-_WRITE_WORDS = frozenset({
-    "INSERT", "UPDATE", "DELETE", "MERGE", "UPSERT", "DROP", "CREATE", "ALTER", "TRUNCATE",
-    "ATTACH", "DETACH", "PRAGMA", "VACUUM", "REPLACE", "GRANT", "REVOKE", "COPY", "CALL",
-    "EXEC", "EXECUTE", "LOCK", "REINDEX", "ANALYZE", "SET", "BEGIN", "COMMIT", "ROLLBACK",
-    "INTO", "DO", "LOAD", "IMPORT", "EXPORT",
-})
-_QUERY_STARTS = frozenset({"SELECT", "WITH", "VALUES", "L_PAREN"})
-
-#: First words of SQL statements in the dialects we know of. A text starting with anything
-#: else (prose, ``SELEC``, ``FROM``, a stray backtick) is a syntax error, not a refusal.
-_STATEMENT_WORDS = frozenset({
-    "ABORT", "ALTER", "ANALYZE", "ANALYSE", "ATTACH", "BACKUP", "BEGIN", "BULK", "CACHE",
-    "CALL", "CHECKPOINT", "CHECKSUM", "CLOSE", "CLUSTER", "COMMENT", "COMMIT", "COPY",
-    "CREATE", "DBCC", "DEALLOCATE", "DECLARE", "DELETE", "DENY", "DESC", "DESCRIBE", "DETACH",
-    "DISCARD", "DO", "DROP", "END", "EXEC", "EXECUTE", "EXPLAIN", "EXPORT", "FETCH", "FLUSH",
-    "GET", "GO", "GRANT", "HANDLER", "IMPORT", "INSERT", "INSTALL", "KILL", "LIST", "LISTEN",
-    "LOAD", "LOCK", "MERGE", "MOVE", "MSCK", "NOTIFY", "OPTIMIZE", "PRAGMA", "PREPARE", "PRINT",
-    "PUT", "REASSIGN", "REFRESH", "REINDEX", "RELEASE", "REMOVE", "RENAME", "REPAIR",
-    "REPLACE", "RESET", "RESTORE", "REVOKE", "ROLLBACK", "SAVEPOINT", "SECURITY", "SET",
-    "SHOW", "SHUTDOWN", "START", "SUMMARIZE", "TABLE", "TRUNCATE", "UNCACHE", "UNINSTALL",
-    "UNLISTEN", "UNLOAD", "UNLOCK", "UPDATE", "UPSERT", "USE", "VACUUM", "WAITFOR",
-})
 
 
 #: A text that starts like a query: comments, blanks and parentheses, then SELECT, WITH or
@@ -234,7 +192,6 @@ def _check_engine_grammar(sql: str, dialect: str | None) -> tuple[str, ...]:
 
 def _check_sqlglot(sql: str, dialect: str | None) -> None:
     import sqlglot
-    from sqlglot import exp
     from sqlglot.errors import ParseError, TokenError
 
     if not isinstance(sql, str):
@@ -244,71 +201,200 @@ def _check_sqlglot(sql: str, dialect: str | None) -> None:
     try:
         parsed = sqlglot.parse(sql, read=dialect)
     except (ParseError, TokenError, ValueError, RecursionError):
-        _check_tokens(sql, dialect)
+        check_tokens(sql, dialect)
         return
     statements = [s for s in parsed if s is not None]
     if not statements:
         raise QueryRefused("no statement (only comments)")
     if len(statements) > 1:
-        for statement in statements:  # what one of them holds is refused for itself
-            if isinstance(statement, exp.Query | exp.Values):
-                _check_query(statement, dialect)
+        _check_statements(statements, sql, dialect)  # what one holds is refused for itself
         raise FormRefused(
             f"{len(statements)} statements ({', '.join(_label(s) for s in statements)}); "
             "only one query is executed"
         )
     tree = statements[0]
+    if isinstance(tree, _read_trees()):
+        _check_query(tree, dialect)  # a SUMMARIZE's own refusal comes after what it holds
+        return
+    check_statement_start(sql, dialect)
+    _check_inside(tree, sql, dialect)
+    raise FormRefused(f"{_label(tree)} is not a read-only query")
+
+
+def _read_trees() -> tuple[type, ...]:
+    """The trees :func:`_check_query` reads: a query, ``VALUES``, and DuckDB's ``SUMMARIZE``,
+    which runs the query it summarizes (and is then refused as a read no count can see)."""
+    from sqlglot import exp
+
     summarize = getattr(exp, "Summarize", None)
-    if summarize is not None and isinstance(tree, summarize):
-        raise ReadRefused("SUMMARIZE reads a table past the account of the tables read, which "
-                          "no count can see")
-    if not isinstance(tree, exp.Query | exp.Values):
-        _check_statement_start(sql, dialect)
-        raise FormRefused(f"{_label(tree)} is not a read-only query")
-    _check_query(tree, dialect)
+    return (exp.Query, exp.Values, *((summarize,) if summarize is not None else ()))
+
+
+def _check_statements(statements: list[Any], sql: str, dialect: str | None) -> None:
+    """What each statement of a text of several holds is refused for itself (a write or a
+    file's read first, a read no count can see after): DuckDB runs ``SELECT 1; SUMMARIZE
+    SELECT * FROM read_text('/etc/hostname')`` as two, the second reading the file (issue 58,
+    the twenty-eighth re-probe's H3)."""
+    read: ReadRefused | None = None
+    for statement in statements:
+        try:
+            if isinstance(statement, _read_trees()):
+                _check_query(statement, dialect)
+            else:
+                _check_inside(statement, sql, dialect)
+        except ReadRefused as e:
+            read = stronger(read, e)
+    if read is not None:
+        raise read
+
+
+def _check_inside(statement: Any, sql: str, dialect: str | None) -> None:
+    """Refuse what a statement that is no query holds (it is refused for its form next): its
+    functions, and in a statement sqlglot keeps as text (``EXPLAIN ANALYZE ...``, which DuckDB
+    runs), every name called in its tokens, read as the token check reads them. ``EXPLAIN
+    ANALYZE SELECT * FROM query('... Tr' || 'ack')`` was a refused read counted as none while
+    DuckDB ran the inner query (the twenty-eighth re-probe's H3)."""
+    from sqlglot import exp
+
+    if isinstance(statement, exp.Command):
+        _check_command(statement, dialect)
+        return
+    read: ReadRefused | None = None
+    for node in statement.walk():
+        if isinstance(node, exp.Func):
+            read = stronger(read, _check_function(node, dialect))
+    if read is not None:
+        raise read
+
+
+#: What may come between ``EXPLAIN`` and the statement it explains (and, with ``ANALYZE``,
+#: runs).
+_EXPLAIN_OPTIONS = re.compile(r"\s*(?:(?:ANALYZE|ANALYSE|VERBOSE)\b\s*|\([^()]*\)\s*)*",
+                              re.IGNORECASE)
+
+
+def _check_command(command: Any, dialect: str | None) -> None:
+    """Refuse what a statement sqlglot keeps as text holds (``EXPLAIN ANALYZE ...``, which
+    DuckDB runs): the text after its first word, its options aside, parsed and checked as a
+    statement once (no deeper: an ``EXPLAIN EXPLAIN ...`` is read as text), or, unparsed,
+    every name called in its tokens."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import ParseError, TokenError
+
+    rest = command.expression
+    text = str(rest.this) if isinstance(rest, exp.Literal) else ""
+    inner = text[_EXPLAIN_OPTIONS.match(text).end():]  # type: ignore[union-attr]
+    if not inner.strip():
+        return
+    try:
+        statements = [s for s in sqlglot.parse(inner, read=dialect) if s is not None]
+    except (ParseError, TokenError, ValueError, RecursionError):
+        statements = []
+    if not statements or any(isinstance(s, exp.Command) for s in statements):
+        try:
+            tokens = sql_tokens(inner, dialect)
+        except QuerySyntaxError:
+            return  # no engine runs what no tokenizer reads
+        check_called(tokens, dialect)
+        return
+    _check_statements(statements, inner, dialect)
+
 
 
 def _check_query(tree: Any, dialect: str | None) -> None:
     """Refuse what one query holds: a write inside it, a function with effects, one that runs
-    SQL given as text or reads a file, a table function reading a table by name."""
+    SQL given as text or reads a file, a table function reading a table by name, a name with
+    a format character. A read it refuses (a ``SUMMARIZE``, a table function) is raised after
+    the whole tree is read: ``SUMMARIZE SELECT * FROM read_text(...)`` was refused as a read,
+    counted as none, before its file reader was seen (the twenty-eighth re-probe's H3)."""
     from sqlglot import exp
 
     summarize = getattr(exp, "Summarize", None)
     forbidden = tuple(t for t in (getattr(exp, n, None) for n in _FORBIDDEN_NODES) if t)
-    sql_text = SQL_TEXT_FUNCTIONS.get(dialect or "", frozenset())
-    readers = TABLE_READERS.get(dialect or "", frozenset())
+    read: ReadRefused | None = None
     for node in tree.walk():
-        if isinstance(node, forbidden):
-            refused = ReadRefused if summarize is not None and isinstance(node, summarize) \
-                else QueryRefused
-            raise refused(f"{_label(node)} inside a query")
-        if isinstance(node, exp.Func):
-            fname = function_name(node)
-            if fname in FORBIDDEN_FUNCTIONS:
-                raise QueryRefused(f"function {fname}() has side effects")
-            if fname in sql_text:
-                raise QueryRefused(f"function {fname}() runs SQL or reads a table named at run "
-                                   "time, which no guard or count can see")
-            if reads_a_file(fname, dialect):
-                raise QueryRefused(f"function {fname}() reads a file or URL (the database's "
-                                   "own too, which no count of the tables read can see)")
-            if fname in readers and isinstance(node.parent, exp.Table):
-                raise ReadRefused(f"table function {fname}() reads the table named by its "
-                                  "argument, which no count of the tables read can see")
-            _check_path_view(fname, dialect)
+        if summarize is not None and isinstance(node, summarize):
+            read = stronger(read, ReadRefused(
+                "SUMMARIZE reads a table past the account of the tables read, which no count "
+                "can see" if node is tree else f"{_label(node)} inside a query"))
+        elif isinstance(node, forbidden):
+            raise QueryRefused(f"{_label(node)} inside a query")
+        elif isinstance(node, exp.Func):
+            read = stronger(read, _check_function(node, dialect))
         elif isinstance(node, exp.Table):
-            _check_path_view(node.name, dialect)
-            if dialect in _PATH_TABLES:
-                _check_table_name([p.name for p in node.parts
+            check_path_view(plain_name(node.name), dialect)
+            if dialect in PATH_TABLES:
+                check_table_name([p.name for p in node.parts
                                    if isinstance(p, exp.Identifier)])
+        elif isinstance(node, exp.Identifier) and not node.quoted \
+                and format_character(node.name):
+            raise QueryRefused(f"the name {node.name!r} holds an invisible format character, "
+                               "which an engine reads as a blank or as part of the name: not "
+                               "the name the guard reads")
+    if read is not None:
+        raise read
+
+
+def _check_function(node: Any, dialect: str | None) -> ReadRefused | None:
+    """Refuse one call (raised), or return the read refusal it gets (raised by the caller
+    once the rest is read). Its name is read as DuckDB reads it (:func:`function_name`); a
+    name holding a format character that no list names is refused all the same (fail
+    closed: ``checkpoint\u200b()`` ran a checkpoint, the twenty-eighth re-probe's H2)."""
+    from sqlglot import exp
+
+    raw = _raw_name(node)
+    fname = plain_name(raw)
+    if fname in FORBIDDEN_FUNCTIONS:
+        raise QueryRefused(f"function {fname}() has side effects")
+    if fname in SQL_TEXT_FUNCTIONS.get(dialect or "", frozenset()):
+        refused = TableComputed if _computed_argument(node) else QueryRefused
+        raise refused(f"function {fname}() runs SQL or reads a table named at run time, which "
+                      "no guard or count can see")
+    if reads_a_file(fname, dialect):
+        raise QueryRefused(f"function {fname}() reads a file or URL (the database's own too, "
+                           "which no count of the tables read can see)")
+    check_path_view(fname, dialect)
+    if fname in TABLE_READERS.get(dialect or "", frozenset()) \
+            and isinstance(node.parent, exp.Table):
+        read = TableComputedRead if _computed_argument(node) else ReadRefused
+        return read(f"table function {fname}() reads the table named by its argument, which "
+                    "no count of the tables read can see")
+    if format_character(raw):
+        raise QueryRefused(f"function {fname}() is called by a name holding an invisible "
+                           "format character, which an engine reads as a blank: not the name "
+                           "the guard reads")
+    return None
+
+
+def _computed_argument(node: Any) -> bool:
+    """Whether a call's first argument, the table (or SQL text) it reads, is computed at run
+    time (``'Tr' || 'ack'``, ``chr(84) || 'rack'``): neither a string literal nor a bare name,
+    so no text spells the table (:class:`~..errors.TableComputed`)."""
+    from sqlglot import exp
+
+    args = list(node.expressions) if isinstance(node, exp.Anonymous) else \
+        [a for a in (node.this,) if isinstance(a, exp.Expression)]
+    if not args:
+        return False
+    first = args[0]
+    return not ((isinstance(first, exp.Literal) and first.is_string)
+                or isinstance(first, exp.Column | exp.Identifier))
+
+
+def _raw_name(node: Any) -> str:
+    """A call's name as sqlglot keeps it (an unknown function's own spelling, a known one's
+    SQL name)."""
+    from sqlglot import exp
+
+    return str(node.name if isinstance(node, exp.Anonymous) else node.sql_name())
 
 
 def function_name(node: Any) -> str:
     """A function call's name as the guard reads it (an unknown function's own spelling, a
-    known one's SQL name), lower-cased: the one reading of it the agents' judge shares."""
-    from sqlglot import exp
-
-    return str(node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
+    known one's SQL name), as DuckDB reads it (:func:`~.sqlfunctions.plain_name`: format
+    characters left out), lower-cased: the one reading of it the agents' judge shares."""
+    return plain_name(_raw_name(node))
 
 
 def _label(node: object) -> str:
@@ -332,109 +418,3 @@ def _label(node: object) -> str:
     if name in ("Select", "Union", "Intersect", "Except", "Values"):
         return name.upper()
     return names.get(name, name.upper())
-
-
-#: Leading whitespace and comments, then the first word (or character) of a statement.
-_FIRST_WORD = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/)*(\w+|\S)", re.DOTALL)
-
-
-def sql_tokens(sql: str, dialect: str | None) -> list[Any]:
-    """sqlglot's tokens (comments dropped); a text it cannot tokenize is a syntax error."""
-    from sqlglot.dialects.dialect import Dialect
-
-    try:
-        return list(Dialect.get_or_raise(dialect).tokenize(sql))
-    except Exception as e:
-        # Prose ("Sorry, I can't") fails on its apostrophe: name its first word instead.
-        m = _FIRST_WORD.match(sql)
-        words = {w.upper() for w in re.findall(r"\w+", sql)}
-        if m is not None and not _starts_a_statement(m[1], "") and not words & _WRITE_WORDS:
-            raise _syntax_error(sql, m.start(1), m[1]) from None
-        # "Missing ' from 1:7" says more than "Error tokenizing"; sqlglot's compiled build
-        # (sqlglotc) loses the explicit ``from e``, and keeps it only as the context.
-        cause = e.__cause__ or e.__context__ or e
-        raise QuerySyntaxError(f"syntax error: {cause}") from None
-
-
-#: Invisible characters a hostile text may put before a keyword (``\ufeffDROP``).
-_INVISIBLE = "\ufeff\u200b\u200c\u200d\u2060\u00ad"
-
-
-def _starts_a_statement(text: str, token_type: str) -> bool:
-    word = text.upper().strip(_INVISIBLE)
-    return word in _STATEMENT_WORDS or word in _QUERY_STARTS or word == "(" \
-        or token_type in _QUERY_STARTS or token_type == "COMMAND"
-
-
-def _position(sql: str, offset: object) -> str:
-    if not isinstance(offset, int) or not 0 <= offset <= len(sql):
-        return ""
-    line = sql.count("\n", 0, offset) + 1
-    return f" at line {line}, column {offset - sql.rfind(chr(10), 0, offset)}"
-
-
-def _syntax_error(sql: str, offset: int, text: str) -> QuerySyntaxError:
-    return QuerySyntaxError(f"syntax error{_position(sql, offset)}: {text!r} does not start an "
-                            "SQL statement")
-
-
-def _first_is_a_statement(tokens: list[Any]) -> bool:
-    """Also true when a write word occurs anywhere: such a text is refused as what it may
-    be, never excused as a mere syntax error."""
-    return _starts_a_statement(tokens[0].text, tokens[0].token_type.name) or any(
-        t.text.upper().strip(_INVISIBLE) in _WRITE_WORDS for t in tokens)
-
-
-def _check_statement_start(sql: str, dialect: str | None) -> None:
-    """Raise QuerySyntaxError when ``sql`` does not start like any SQL statement."""
-    tokens = sql_tokens(sql, dialect)
-    if tokens and not _first_is_a_statement(tokens):
-        raise _syntax_error(sql, tokens[0].start, tokens[0].text)
-
-
-def _check_tokens(sql: str, dialect: str | None) -> None:
-    tokens = sql_tokens(sql, dialect)
-    # Token types by name: their module moved between sqlglot versions.
-    literal = {"STRING", "IDENTIFIER", "NATIONAL_STRING", "RAW_STRING", "HEREDOC_STRING"}
-    words = [t for t in tokens if t.token_type.name not in literal]
-    if not words:
-        raise QueryRefused("no statement")
-    first = words[0]
-    if first.token_type.name not in _QUERY_STARTS and first.text.upper() not in _QUERY_STARTS:
-        if not _first_is_a_statement(tokens):
-            raise _syntax_error(sql, tokens[0].start, tokens[0].text)
-        raise QueryRefused(f"statement starting with {first.text!r} is not a query")
-    for i, tok in enumerate(words):
-        if tok.token_type.name == "SEMICOLON":
-            if any(t.token_type.name != "SEMICOLON" for t in words[i + 1:]):
-                raise QueryRefused("multiple statements; only one query is executed")
-        elif tok.text.upper() in _WRITE_WORDS:
-            raise QueryRefused(f"unparseable statement containing {tok.text.upper()}")
-        else:
-            _check_path_view(tok.text, dialect)
-    _check_called(tokens, dialect)
-    if dialect in _PATH_TABLES:
-        for before, tok in itertools.pairwise(tokens):
-            if before.token_type.name in ("FROM", "JOIN") \
-                    and tok.token_type.name in ("STRING", "IDENTIFIER", "VAR"):
-                _check_table_name([tok.text])
-
-
-def _check_called(tokens: list[Any], dialect: str | None) -> None:
-    """Refuse, in the tokens of a text sqlglot could not parse, a call of what the tree's
-    check refuses (:func:`_check_query`): a function with effects, one that runs SQL given as
-    text or opens a file, and a table function that reads a table by name (anywhere: with no
-    tree, not only in ``FROM``). Without them, DuckDB's ``SELECT x'AB', * FROM checkpoint()``
-    or ``... FROM checkpoint() AS `c``` (a blob literal or a backtick sqlglot's DuckDB grammar
-    refuses) wrote the database file past the count of writes, and ``pragma_storage_info``
-    gave a forbidden table's values (issue 58, the twenty-seventh re-probe's H2 and H3)."""
-    sql_text = SQL_TEXT_FUNCTIONS.get(dialect or "", frozenset())
-    readers = TABLE_READERS.get(dialect or "", frozenset())
-    for name in called_names(tokens):
-        if name in FORBIDDEN_FUNCTIONS:
-            raise QueryRefused(f"unparseable statement calling {name}(), which has side effects")
-        if name in sql_text or reads_a_file(name, dialect):
-            raise QueryRefused(f"unparseable statement calling {name}()")
-        if name in readers:
-            raise ReadRefused(f"unparseable statement calling {name}(), which reads the table "
-                              "named by its argument: no count of the tables read can see it")
