@@ -1,5 +1,11 @@
-"""Issue 58, the twenty-eighth re-probe: H2 to H4 and M1, on real engines (DuckDB files, one
-with a sequence and a write-ahead log).
+"""Issue 58, the twenty-eighth re-probe: H1 to H4, M1 and F1, on real engines (a Chinook
+SQLite copy; DuckDB files, one with a sequence and a write-ahead log).
+
+H1: the span-output search cut a text after a fence at three line ends, never the fence's own:
+``K``, then ```` ```x`, Employee e```` (a quoted name the fence's own line closes, then a
+join) and ``25`` on the next line was taken for ``K``, though the engines run it to the fence
+line's end; U+2028 or ``\r`` inside the fence's open name, or comment lines, used the three
+cuts up. F1: the same shapes in the model's own text beside the counted call.
 
 H2: a called name holding U+200B, U+2060 or U+FEFF (``checkpoint\\u200b()``,
 ``\\u200bread_blob(...)``, ``pragma_storage_info\\u200b('Employee')``) passed the guard's tree
@@ -22,8 +28,10 @@ import pytest
 
 from tests.agents import probe_support as probe
 from tests.agents.test_counts_from_what_ran import GOLD, call, tool
-from tests.agents.test_counts_twentyseventh_probe import F
-from tests.agents.test_counts_twentysixth_probe import _duckdb_with_sequence
+from tests.agents.test_counts_twentyfifth_probe import FENCED, _fenced
+from tests.agents.test_counts_twentyseventh_probe import TILDE, F
+from tests.agents.test_counts_twentysixth_probe import ALIASED, _duckdb_with_sequence
+from tests.agents.test_counts_twentythird_probe import span_outputs
 
 #: A computed ``Employee``: no text spells it.
 COMPUTED = "'Emp' || 'loyee'"
@@ -240,3 +248,86 @@ def test_duckdb_reads_the_table_by_its_computed_name(tmp_path: Path) -> None:
             con.execute("SELECT * FROM pragma_storage_info('Nob' || 'ody')").fetchall()
     finally:
         con.close()
+
+
+#: H1: a join the engines run to a line's end the span-output search did not cut at; each text
+#: ends in ``\n25`` (with the fence closed after it, in one), which no engine reads.
+CUTS = {
+    "own-line": (GOLD, f"{GOLD}\n```x`, {F} e\n25"),
+    "own-line-sql": (GOLD, f"{GOLD}\n```sql`, {F} e\n25"),
+    "own-line-closed": (GOLD, f"{GOLD}\n```x`, {F} e\n25\n```"),
+    "fourth-line": (GOLD, f"{GOLD}\n```\n`, {F} e WHERE -- a\n-- b\n-- c\n1\n25"),
+    "seventieth-line": (GOLD, f"{GOLD}\n```\n`, {F} e WHERE -- a\n" + "-- b\n" * 70 + "1\n25"),
+    "u2028-in-name": (GOLD, f"{GOLD}\n```\u2028\u2028\u2028\u2028`, {F} e\n25"),
+    "cr-in-name": (GOLD, f"{GOLD}\n```\r\r\r\r`, {F} e\n25"),
+    "u2028-in-string": (GOLD, f"{GOLD}\n```\n`, {F} e WHERE 'a\u2028\u2028\u2028' > ''\n25"),
+}
+#: Honest records with several lines after the fence.
+LINES_AFTER = {
+    "five-lines": (GOLD, f"```sql\n{GOLD}\n```\nThere are 25 genres.\nRock is one.\n"
+                         "Jazz is one.\nSo is Blues.\nThat is all."),
+    "inline-code-lines": (GOLD, f"```sql\n{GOLD}\n```\nThe `Genre` table:\n`25` rows,\n"
+                                "`GenreId` 1 to 25,\nnone `NULL`."),
+}
+
+
+def _ran(out: str) -> str:
+    """The text the engines run: to the line before ``25``."""
+    return out[: out.rindex("\n25")]
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "duckdb"])
+def test_the_text_is_cut_at_the_fences_own_line_and_past_literals(
+    pytester: pytest.Pytester, shared_data: Path, engine: str
+) -> None:
+    hostile = span_outputs("h1", CUTS)
+    honest = {**span_outputs("honest", {**ALIASED, **TILDE, **LINES_AFTER}), **_fenced()}
+    datasource = _duckdb_with_sequence(pytester) if engine == "duckdb" else None
+    report = probe.run_lines(pytester, shared_data, {**hostile, **honest}, datasource)
+    probe.assert_verdicts(report, list(hostile), list(honest))
+
+
+def test_the_cuts_beside_the_engines() -> None:
+    """Each H1 text is not taken for its statement, each honest one is; SQLite (the real
+    Chinook copy) runs each H1 text to the line before ``25``, reading ``Employee``."""
+    import sqlite3
+
+    from pytest_queryeval.agents.runcopies import tokens_kept
+    from pytest_queryeval.agents.spanoutput import _whole
+
+    for ran, out in CUTS.values():
+        assert not _whole(tokens_kept(out), 0, len(ran)), out
+    for ran, out in (*ALIASED.values(), *TILDE.values(), *LINES_AFTER.values()):
+        text = tokens_kept(out)
+        assert _whole(text, text.index(ran), text.index(ran) + len(ran)), out
+    for text in FENCED.values():
+        assert _whole(text, text.index(GOLD), text.index(GOLD) + len(GOLD)), text
+    chinook = Path(__file__).parents[2] / "example_suite" / "data" / "chinook.sqlite"
+    con = sqlite3.connect(f"file:{chinook}?mode=ro", uri=True)
+    try:
+        for _, out in CUTS.values():
+            with pytest.raises(sqlite3.OperationalError):
+                con.execute(out)
+            assert con.execute(_ran(out)).fetchall() == [(200,)], out
+            with pytest.raises(sqlite3.OperationalError, match="no such table: Nosuch"):
+                con.execute(_ran(out).replace(F, "Nosuch"))
+    finally:
+        con.close()
+
+
+def test_the_same_cuts_in_the_models_own_text_are_read_by_the_floor(
+    pytester: pytest.Pytester, shared_data: Path
+) -> None:
+    """F1 (SQLite): H1's texts in an LLM span's message and in a trajectory's text, beside
+    the counted call: the floor reads a fence through the same cuts."""
+    ran = [call("c1", "run_query", GOLD), tool("c1", "25")]
+    hostile: dict[str, dict[str, Any]] = {}
+    for form, (k, out) in CUTS.items():
+        hostile[f"llm-{form}"] = {"spans": [*probe.recorded(k), probe.message_span(out)]}
+        hostile[f"traj-{form}"] = {"trajectory": [*ran, {"role": "assistant", "content": out}]}
+    honest = {
+        f"honest-{form}": {"spans": [*probe.recorded(k), probe.message_span(out)]}
+        for form, (k, out) in LINES_AFTER.items()
+    }
+    report = probe.run_lines(pytester, shared_data, {**hostile, **honest})
+    probe.assert_verdicts(report, list(hostile), list(honest))

@@ -21,7 +21,6 @@ DuckDB installed, no datasource is DuckDB, so only SQLite's reading is asked.
 
 from __future__ import annotations
 
-import itertools
 import re
 import sqlite3
 from functools import lru_cache
@@ -81,26 +80,41 @@ def reads_more(text: str, statement: str) -> bool:
     return not (_sqlite_ends(first, statement, rest) and _duckdb_ends(first, statement, rest))
 
 
-#: Line ends after a fence's own line :func:`reads_on` cuts the text at, at most.
-FENCE_LINES = 3
+#: Line ends from a fence's own line on that :func:`reads_on` cuts the text at, at most (those
+#: the engines leave outside every literal; past them, the statement is not taken out).
+FENCE_LINES = 64
 #: What ends a line to some reader (every line break ``str.splitlines`` reads); ``\r\n`` is
 #: one end.
 _LINE_END = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
 
 
 def reads_on(text: str, statement: str, fence: int) -> bool:
-    """:func:`reads_more` of ``text``, and of ``text`` cut at each of the first
-    :data:`FENCE_LINES` line ends after the line of its fence (at ``fence``): a harness may run
-    the model's text to any line's end, and the floor reads a statement to one. ``K``, a
-    fence, `` ` WHERE (1, ..., 15) NOT IN Employee`` then ``25`` on the next line is no
-    statement to either parser whole, and to the line's end an ``IN`` read of the table (the
-    twenty-seventh re-probe's F3 and F4)."""
+    """:func:`reads_more` of ``text``, and of ``text`` cut at each line end from the line of
+    its fence (at ``fence``) on: a harness may run the model's text to any line's end, and
+    the floor reads a statement to one. ``K``, a fence, `` ` WHERE (1, ..., 15) NOT IN
+    Employee`` then ``25`` on the next line is no statement to either parser whole, and to
+    the line's end an ``IN`` read of the table (the twenty-seventh re-probe's F3 and F4).
+
+    The fence's own line is cut too: ``K``, then ```` ```x`, Employee e```` (a backtick, an
+    escaped one, ``x`` and a closing one: a quoted name, then a join) and ``25`` on the next
+    line ran, to that line's end, as a join (the twenty-eighth re-probe's H1). A line end
+    inside a string, a quoted name or a block comment is no cut (the engines reject a text
+    that ends there), so U+2028 or ``\r`` inside the fence's open name use none of the
+    :data:`FENCE_LINES` cuts; past them, the text reads more (fail closed), as a fourth line
+    once did after three comment lines."""
     if reads_more(text, statement):
         return True
-    ends = _LINE_END.finditer(text, fence)
-    next(ends, None)  # the fence's own line: a backtick the text then leaves open
-    return any(reads_more(text[: end.start()], statement)
-               for end in itertools.islice(ends, FENCE_LINES))
+    cuts = 0
+    for end in _LINE_END.finditer(text, fence):
+        cut = text[: end.start()]
+        if not ends_outside(cut + "\n"):  # (a line comment ends at the line: still a cut)
+            continue
+        if cuts == FENCE_LINES:
+            return True
+        cuts += 1
+        if reads_more(cut, statement):
+            return True
+    return False
 
 
 def _first_statement(text: str) -> str | None:
