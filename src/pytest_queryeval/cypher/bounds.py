@@ -696,21 +696,38 @@ def _arguments(code: Sequence[Token], scopes: list[tuple[int, ...]],
     return out
 
 
-def _string_length(code: Sequence[Token], span: tuple[int, int]) -> int | None:
-    """The length of the string literal that is the whole of ``code[span]``, escapes counted
-    as the characters they stand for; None if that is not one string literal."""
+def _string_length(code: Sequence[Token], span: tuple[int, int], *,
+                   least: bool = False) -> int | None:
+    """The length of the string literal that is the whole of ``code[span]``: the most
+    characters a server may keep of it (:func:`_kept_length`), or with ``least`` the fewest
+    (:func:`_decoded_length`, for what a replacement divides by); None if that is not one
+    string literal."""
     start, end = span
     if end - start != 1 or code[start].kind != "string":
         return None
-    return _decoded_length(code[start])
+    return _decoded_length(code[start]) if least else _kept_length(code[start])
+
+
+def _kept_length(tok: Token) -> int:
+    """The most characters a server may keep of a string literal, which every bound weighs:
+    FalkorDB (4.16) decodes only the escapes of :data:`_ONE_CHARACTER` and keeps any other
+    backslash with what follows it, so ``'\\U00000000'`` is ten characters there and one to
+    Neo4j (the twenty-eighth re-probe's H1: 300 of them were a 300-character regular
+    expression subject to the guard and 3,000 to the server, 5.5 s on a 3 s server). No
+    server keeps more than that: Neo4j decodes these and ``\\u``/``\\U`` too."""
+    return len(_ONE_CHARACTER.sub("x", tok.text[1:-1]))
 
 
 def _decoded_length(tok: Token) -> int:
-    """The characters a string literal stands for (``'\\\\'`` is one backslash)."""
+    """The fewest characters a string literal may stand for: every escape one (Neo4j decodes
+    ``\\u0041`` to one); only a divisor may be read so, where fewer errs high."""
     return len(_ESCAPE.sub("x", tok.text[1:-1]))
 
 
 _ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", re.DOTALL)
+#: The string escapes FalkorDB 4.16 decodes to one character (the twenty-eighth re-probe's
+#: esctable: every other backslash it keeps, with the character after it).
+_ONE_CHARACTER = re.compile(r"\\[abfnrtv\"'\\?]")
 #: The longest string literal a query sent to a server may hold: a literal is copied once a
 #: row or an iteration, and FalkorDB checks no cap inside an expression or an aggregation
 #: (``collect()`` of a 10 KB literal over five matched nodes' product aborted a 4 GB
@@ -738,7 +755,7 @@ def _check_bytes(code: Sequence[Token], growth: dict[int, int], evaluations: int
     longest, at, chars = 1, None, 0
     for tok in code:
         if tok.kind == "string":
-            length = _decoded_length(tok)
+            length = _kept_length(tok)
             chars += length
             if length > longest:
                 longest, at = length, tok
@@ -785,7 +802,7 @@ def _check_growth(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> dict[
                 raise QueryRefused(f"{name}() at {where(tok)} has a replacement that is not a "
                                    "string literal: the guard cannot bound how much it grows "
                                    "the string, which the server builds before any timeout")
-            matched = None if _REPLACING[name] else _string_length(code, args[1])
+            matched = None if _REPLACING[name] else _string_length(code, args[1], least=True)
             factor = replacement + 1 if not matched else max(1, -(-replacement // matched))
         elif name in _JOINING and len(args) > _JOINING[name]:
             delimiter = _string_length(code, args[_JOINING[name]])
@@ -1113,7 +1130,7 @@ def _added(code: Sequence[Token], scopes: list[tuple[int, ...]], sources: dict[i
     (``WITH '<990 x>' AS t ... s + t``, ``WITH [0, ..., 99] AS l ... s + l``: the
     twenty-sixth re-probe's H2, copied at each step). Errs high."""
     start, bar, close = at
-    longest = max((_decoded_length(code[k]) for k in range(start, close)
+    longest = max((_kept_length(code[k]) for k in range(start, close)
                    if code[k].kind == "string"), default=0)
     held = 0
     for k in range(bar + 1, close):
