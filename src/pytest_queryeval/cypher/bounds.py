@@ -70,7 +70,8 @@ def check_evaluation(code: Sequence[Token]) -> None:
     ranges = _check_ranges(code)
     walked, evaluations, sources = _check_work(code, ranges, scopes)
     growth = _check_growth(code, scopes)
-    _check_bytes(code, growth, evaluations, min(max(_rows(code, ranges)), REPLY_ROWS))
+    _check_bytes(code, scopes, growth, (walked, evaluations),
+                 min(max(_rows(code, ranges)), REPLY_ROWS))
     weigh = _Weights(code, scopes, walked, growth)
     _check_reduce(code, scopes, walked, weigh, sources)
     _check_steps(code, scopes, weigh)
@@ -745,37 +746,94 @@ MAX_BYTES = 100_000_000
 REPLY_ROWS = 100_001
 
 
-def _check_bytes(code: Sequence[Token], growth: dict[int, int], evaluations: int,
-                 rows: int) -> None:
+def _check_bytes(code: Sequence[Token], scopes: list[tuple[int, ...]], growth: dict[int, int],
+                 repeats: tuple[dict[int, int], int], rows: int) -> None:
     """Refuse a string literal past :data:`MAX_LITERAL_CHARS`, and literals that, grown by
     every growing call of the query and evaluated as many times as its largest list has
-    values, once a row of the ``rows`` (:func:`_rows`, at most :data:`REPLY_ROWS`), pass
-    :data:`MAX_BYTES` (errs high: the longest literal, every growth, the largest list, the
-    most rows)."""
-    longest, at, chars = 1, None, 0
-    for tok in code:
+    values (``repeats``: the lists walked by bracket, and that largest list), once a row of
+    the ``rows`` (:func:`_rows`, at most :data:`REPLY_ROWS`), pass :data:`MAX_BYTES` (errs
+    high: the longest literal, every growth, the largest list, the most rows). A literal that
+    is only compared (:func:`_compared`) is built once an evaluation of its comparison, as
+    often as the iterations around it repeat it: the largest list elsewhere does not copy it
+    (the twenty-eighth re-probe's M1: ``MATCH (m) OPTIONAL MATCH (m)<--(p) WHERE m.title
+    STARTS WITH 'The' RETURN collect(p.name)`` was refused, ``'The'`` counted as built once
+    a collected name a row, 100,001,000,000 times)."""
+    walked, evaluations = repeats
+    longest, at, at_times, chars, weight = 1, None, 1, 0, 0
+    for k, tok in enumerate(code):
         if tok.kind == "string":
             length = _kept_length(tok)
-            chars += length
-            if length > longest:
-                longest, at = length, tok
+            times = math.prod(walked.get(b, 1) for b in scopes[k]) \
+                if _compared(code, scopes, k) else max(1, evaluations)
+            chars, weight = chars + length, weight + length * times
+            if length > longest:  # a query of 1-character literals only is not checked
+                longest, at, at_times = length, tok, times
     if at is None:
         return
     if longest > MAX_LITERAL_CHARS:
         raise QueryRefused(f"the string at {where(at)} has {longest:,} characters, more than "
                            f"{MAX_LITERAL_CHARS:,}: a literal is copied once a row or an "
                            "iteration, which the server does not bound inside an expression")
-    grown = 1
-    for factor in growth.values():
-        grown *= factor
-    times = max(1, evaluations) * max(1, rows)
-    if chars * grown * times > MAX_BYTES:  # all the literals: 60 of 999 added in a row
+    grown = math.prod(growth.values())
+    if weight * grown * max(1, rows) > MAX_BYTES:  # all the literals: 60 of 999 added in a row
         others = f", {chars:,} with the query's others" if chars > longest else ""
         raise QueryRefused(f"the string at {where(at)} ({longest:,} characters{others}, "
-                           f"grown up to "
-                           f"{grown:,}-fold) may be built {_count(times)} times ({rows:,} rows): more "
+                           f"grown up to {grown:,}-fold) may be built "
+                           f"{_count(at_times * max(1, rows))} times ({rows:,} rows): more "
                            f"than {MAX_BYTES:,} characters, which the server builds before any "
                            "timeout or memory cap")
+
+
+def _compared(code: Sequence[Token], scopes: list[tuple[int, ...]], k: int) -> bool:
+    """Whether the string literal at ``code[k]`` is only compared, its value read and
+    dropped, never kept in what the query builds: the whole right operand of a comparison
+    (``STARTS WITH``, ``ENDS WITH``, ``CONTAINS``, ``<>``, ``<``, ``>``, ``<=``, ``>=``,
+    ``=~``, or ``=`` after a property: after a bare name ``=`` may bind, ``reduce(s = 'x',
+    ...)``), the whole second argument of a call of :data:`_READ_SECOND` (a pattern, a
+    delimiter split at), or an element of a list of literals a property is tested to be ``IN``. Fails closed:
+    anything after it but the end of the operand (``n.a = 'x' + s``) makes it a literal
+    like any other."""
+    after = code[k + 1].text.upper() if k + 1 < len(code) else ")"
+    if after not in (")", "]", "}", ",") and after not in _OPERAND_ENDS:
+        return False
+    before = [""] * max(0, 3 - k) + [t.text.upper() for t in code[max(0, k - 3):k]]
+    if before[2] in ("<", ">", "CONTAINS") or before[1:] in (["<", "="], [">", "="], ["=", "~"]) \
+            or (before[1] in ("STARTS", "ENDS") and before[2] == "WITH") \
+            or (before[0] == "." and before[2] == "="):
+        return True
+    opened = scopes[k][-1] if scopes[k] else 0
+    level = [j for j in range(opened + 1, k + 1) if scopes[j] == scopes[k]]
+    if code[opened].text == "(" and opened:  # f(subject, 'pattern'...)
+        return _function(code, opened - 1) in _READ_SECOND \
+            and [j for j in level if code[j].text == ","] == [k - 1]
+    close = next((j for j in range(k + 1, len(code)) if len(scopes[j]) < len(scopes[k])),
+                 len(code))
+    return code[opened].text == "[" and opened >= 3 and code[opened - 3].text == "." \
+        and code[opened - 1].text.upper() == "IN" and code[opened - 1].kind == "word" \
+        and all(code[j].kind == "string" or code[j].text == ","
+                for j in range(opened + 1, close)) \
+        and _compared_list_end(code, close)
+
+
+def _compared_list_end(code: Sequence[Token], close: int) -> bool:
+    """Whether the list whose ``]`` is ``code[close]`` ends the operand it stands in."""
+    after = code[close + 1].text.upper() if close + 1 < len(code) else ")"
+    return code[close].text == "]" and (after in (")", "]", "}", ",") or after in _OPERAND_ENDS)
+
+
+#: Functions that take a regular expression as their second argument and match it against
+#: their first (FalkorDB's, and APOC's for Neo4j, whose Java engine backtracks too): the
+#: pattern is compiled and matched, not copied into the value made (:mod:`.regexes` checks
+#: what matching it costs).
+REGEX_CALLS = frozenset({"string.matchregex", "string.replaceregex", "apoc.text.regexgroups",
+                         "apoc.text.regreplace", "apoc.text.replace", "apoc.text.split"})
+#: Functions whose second argument is read, not kept in what they make: the pattern of a
+#: regular expression (:data:`REGEX_CALLS`), what ``split()`` splits at.
+_READ_SECOND = REGEX_CALLS | {"split"}
+#: Words that end an operand: a literal followed by one is the whole operand before it.
+_OPERAND_ENDS = frozenset({"AND", "OR", "XOR", "RETURN", "WITH", "WHERE", "ORDER", "SKIP",
+                           "LIMIT", "UNION", "MATCH", "OPTIONAL", "UNWIND", "CALL", "THEN",
+                           "ELSE", "END", "AS"})
 
 
 def _check_growth(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> dict[int, int]:

@@ -26,12 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import QueryRefused
-from .bounds import MAX_LITERAL_CHARS, Token, _arguments, _function, _kept_length, _scopes, where
+from .bounds import MAX_LITERAL_CHARS, REGEX_CALLS, Token, _arguments, _function, _kept_length, _scopes, where
 
-#: Functions that take a regular expression as their second argument and match it against
-#: their first (FalkorDB's, and APOC's for Neo4j, whose Java engine backtracks too).
-REGEX_CALLS = frozenset({"string.matchregex", "string.replaceregex", "apoc.text.regexgroups",
-                         "apoc.text.regreplace", "apoc.text.replace", "apoc.text.split"})
 #: The most repeated parts (``*``, ``+``, ``{n,}``, ``{n,m}`` past 16) a pattern may hold: a
 #: backtracking engine may try every way of sharing the subject among them, so a failed match
 #: costs about the subject's length to their number plus one (``'x.*x.*y'`` against 1,000
