@@ -26,6 +26,7 @@ from pytest_queryeval.cypher.regexes import _unescaped, degree
 from pytest_queryeval.errors import QueryRefused
 from tests.cypher.test_bolt import run_on_server
 from tests.cypher.test_cypher_twentysixth import _sent
+from tests.cypher.test_guard_work import _calls
 from tests.fixtures.bolt_server import require, running_server
 
 U = "\\U00000000"  # one character to Neo4j, ten to FalkorDB 4.16
@@ -281,3 +282,21 @@ def test_compared_literal_golds_are_scored(pytester: pytest.Pytester, tmp_path: 
     reasons = {cid: str(report.by_id[cid]) for cid in report.outcomes}
     for name in predicted:
         assert report.outcomes[name] == "passed", reasons[name]
+
+
+#: Many literals where the M1 reading looks for compared ones: read in one pass.
+MANY_LITERALS = {
+    "in-list": lambda n: "MATCH (p:Person) WHERE p.name IN [" + ", ".join(["'ab'"] * n)
+    + "] RETURN p.name",
+    "call-arguments": lambda n: "MATCH (p:Person) WHERE split(p.name, " + ", ".join(["'ab'"] * n)
+    + ") <> [] RETURN p.name",
+    "comparisons": lambda n: "MATCH (p:Person) WHERE " + " OR ".join(["p.name = 'ab'"] * n)
+    + " RETURN p.name",
+}
+
+
+@pytest.mark.parametrize("form", list(MANY_LITERALS))
+def test_the_compared_literals_are_read_in_linear_work(form: str) -> None:
+    small = _calls(guard.check_costs, MANY_LITERALS[form](500))
+    large = _calls(guard.check_costs, MANY_LITERALS[form](1000))
+    assert large < 2.5 * small, (small, large)

@@ -759,12 +759,13 @@ def _check_bytes(code: Sequence[Token], scopes: list[tuple[int, ...]], growth: d
     STARTS WITH 'The' RETURN collect(p.name)`` was refused, ``'The'`` counted as built once
     a collected name a row, 100,001,000,000 times)."""
     walked, evaluations = repeats
+    compared = _compared(code, scopes)
     longest, at, at_times, chars, weight = 1, None, 1, 0, 0
     for k, tok in enumerate(code):
         if tok.kind == "string":
             length = _kept_length(tok)
             times = math.prod(walked.get(b, 1) for b in scopes[k]) \
-                if _compared(code, scopes, k) else max(1, evaluations)
+                if k in compared else max(1, evaluations)
             chars, weight = chars + length, weight + length * times
             if length > longest:  # a query of 1-character literals only is not checked
                 longest, at, at_times = length, tok, times
@@ -784,41 +785,57 @@ def _check_bytes(code: Sequence[Token], scopes: list[tuple[int, ...]], growth: d
                            "timeout or memory cap")
 
 
-def _compared(code: Sequence[Token], scopes: list[tuple[int, ...]], k: int) -> bool:
-    """Whether the string literal at ``code[k]`` is only compared, its value read and
-    dropped, never kept in what the query builds: the whole right operand of a comparison
-    (``STARTS WITH``, ``ENDS WITH``, ``CONTAINS``, ``<>``, ``<``, ``>``, ``<=``, ``>=``,
-    ``=~``, or ``=`` after a property: after a bare name ``=`` may bind, ``reduce(s = 'x',
-    ...)``), the whole second argument of a call of :data:`_READ_SECOND` (a pattern, a
-    delimiter split at), or an element of a list of literals a property is tested to be ``IN``. Fails closed:
-    anything after it but the end of the operand (``n.a = 'x' + s``) makes it a literal
-    like any other."""
+def _compared(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> frozenset[int]:
+    """The string literals (by index) only compared, each value read and dropped, never
+    kept in what the query builds: the whole right operand of a comparison (``STARTS WITH``,
+    ``ENDS WITH``, ``CONTAINS``, ``<>``, ``<``, ``>``, ``<=``, ``>=``, ``=~``, or ``=`` after a
+    property: after a bare name ``=`` may bind, ``reduce(s = 'x', ...)``), the whole second
+    argument of a call of :data:`_READ_SECOND` (a pattern, a delimiter split at), and the
+    elements of a list of literals a property is tested to be ``IN``. Fails closed: anything
+    after it but the end of the operand (``n.a = 'x' + s``) makes it a literal like any
+    other. One pass (a walk from each literal over its call or list would be quadratic in a
+    list of many literals)."""
+    out: set[int] = set()
+    commas: Counter[int] = Counter()  # by bracket, the commas read at its own level so far
+    lists: dict[int, list[int]] = {}  # a [ after `x.p IN`: its literals while it holds no other
+    for k, tok in enumerate(code):
+        opened = scopes[k][-1] if scopes[k] else -1
+        if tok.text == "," and opened >= 0:
+            commas[opened] += 1
+        if opened in lists and tok.kind != "string" and tok.text != ",":
+            del lists[opened]
+        if tok.text == "[" and k >= 3 and code[k - 3].text == "." \
+                and code[k - 1].kind == "word" and code[k - 1].text.upper() == "IN":
+            lists[k] = []
+        if tok.kind != "string":
+            if tok.text == "]" and k and (held := lists.pop(_opening(scopes, k), None)) \
+                    and _ends_operand(code, k):
+                out.update(held)
+            continue
+        if opened in lists:
+            lists[opened].append(k)
+        if not _ends_operand(code, k):
+            continue
+        before = [""] * max(0, 3 - k) + [t.text.upper() for t in code[max(0, k - 3):k]]
+        if before[2] in ("<", ">", "CONTAINS") \
+                or before[1:] in (["<", "="], [">", "="], ["=", "~"]) \
+                or (before[1] in ("STARTS", "ENDS") and before[2] == "WITH") \
+                or (before[0] == "." and before[2] == "=") \
+                or (before[2] == "," and opened > 0 and code[opened].text == "("
+                    and commas[opened] == 1 and _function(code, opened - 1) in _READ_SECOND):
+            out.add(k)
+    return frozenset(out)
+
+
+def _opening(scopes: list[tuple[int, ...]], close: int) -> int:
+    """The bracket the closing bracket ``code[close]`` closes (the last open before it)."""
+    return scopes[close - 1][-1] if scopes[close - 1] else -1
+
+
+def _ends_operand(code: Sequence[Token], k: int) -> bool:
+    """Whether what follows ``code[k]`` ends the operand it stands in."""
     after = code[k + 1].text.upper() if k + 1 < len(code) else ")"
-    if after not in (")", "]", "}", ",") and after not in _OPERAND_ENDS:
-        return False
-    before = [""] * max(0, 3 - k) + [t.text.upper() for t in code[max(0, k - 3):k]]
-    if before[2] in ("<", ">", "CONTAINS") or before[1:] in (["<", "="], [">", "="], ["=", "~"]) \
-            or (before[1] in ("STARTS", "ENDS") and before[2] == "WITH") \
-            or (before[0] == "." and before[2] == "="):
-        return True
-    opened = scopes[k][-1] if scopes[k] else 0
-    level = [j for j in range(opened + 1, k + 1) if scopes[j] == scopes[k]]
-    if code[opened].text == "(" and opened:  # f(subject, 'pattern'...)
-        return _function(code, opened - 1) in _READ_SECOND \
-            and [j for j in level if code[j].text == ","] == [k - 1]
-    close = next((j for j in range(k + 1, len(code)) if len(scopes[j]) < len(scopes[k])),
-                 len(code))
-    return code[opened].text == "[" and opened >= 3 and code[opened - 3].text == "." \
-        and code[opened - 1].text.upper() == "IN" and code[opened - 1].kind == "word" \
-        and all(code[j].kind == "string" or code[j].text == ","
-                for j in range(opened + 1, close)) \
-        and _compared_list_end(code, close)
-
-
-def _compared_list_end(code: Sequence[Token], close: int) -> bool:
-    """Whether the list whose ``]`` is ``code[close]`` ends the operand it stands in."""
-    after = code[close + 1].text.upper() if close + 1 < len(code) else ")"
-    return code[close].text == "]" and (after in (")", "]", "}", ",") or after in _OPERAND_ENDS)
+    return after in (")", "]", "}", ",") or after in _OPERAND_ENDS
 
 
 #: Functions that take a regular expression as their second argument and match it against
