@@ -70,7 +70,8 @@ def check_evaluation(code: Sequence[Token]) -> None:
     ranges = _check_ranges(code)
     walked, evaluations, sources = _check_work(code, ranges, scopes)
     growth = _check_growth(code, scopes)
-    _check_bytes(code, growth, evaluations, min(max(_rows(code, ranges)), REPLY_ROWS))
+    _check_bytes(code, scopes, growth, (walked, evaluations),
+                 min(max(_rows(code, ranges)), REPLY_ROWS))
     weigh = _Weights(code, scopes, walked, growth)
     _check_reduce(code, scopes, walked, weigh, sources)
     _check_steps(code, scopes, weigh)
@@ -696,21 +697,38 @@ def _arguments(code: Sequence[Token], scopes: list[tuple[int, ...]],
     return out
 
 
-def _string_length(code: Sequence[Token], span: tuple[int, int]) -> int | None:
-    """The length of the string literal that is the whole of ``code[span]``, escapes counted
-    as the characters they stand for; None if that is not one string literal."""
+def _string_length(code: Sequence[Token], span: tuple[int, int], *,
+                   least: bool = False) -> int | None:
+    """The length of the string literal that is the whole of ``code[span]``: the most
+    characters a server may keep of it (:func:`_kept_length`), or with ``least`` the fewest
+    (:func:`_decoded_length`, for what a replacement divides by); None if that is not one
+    string literal."""
     start, end = span
     if end - start != 1 or code[start].kind != "string":
         return None
-    return _decoded_length(code[start])
+    return _decoded_length(code[start]) if least else _kept_length(code[start])
+
+
+def _kept_length(tok: Token) -> int:
+    """The most characters a server may keep of a string literal, which every bound weighs:
+    FalkorDB (4.16) decodes only the escapes of :data:`_ONE_CHARACTER` and keeps any other
+    backslash with what follows it, so ``'\\U00000000'`` is ten characters there and one to
+    Neo4j (the twenty-eighth re-probe's H1: 300 of them were a 300-character regular
+    expression subject to the guard and 3,000 to the server, 5.5 s on a 3 s server). No
+    server keeps more than that: Neo4j decodes these and ``\\u``/``\\U`` too."""
+    return len(_ONE_CHARACTER.sub("x", tok.text[1:-1]))
 
 
 def _decoded_length(tok: Token) -> int:
-    """The characters a string literal stands for (``'\\\\'`` is one backslash)."""
+    """The fewest characters a string literal may stand for: every escape one (Neo4j decodes
+    ``\\u0041`` to one); only a divisor may be read so, where fewer errs high."""
     return len(_ESCAPE.sub("x", tok.text[1:-1]))
 
 
 _ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", re.DOTALL)
+#: The string escapes FalkorDB 4.16 decodes to one character (the twenty-eighth re-probe's
+#: esctable: every other backslash it keeps, with the character after it).
+_ONE_CHARACTER = re.compile(r"\\[abfnrtv\"'\\?]")
 #: The longest string literal a query sent to a server may hold: a literal is copied once a
 #: row or an iteration, and FalkorDB checks no cap inside an expression or an aggregation
 #: (``collect()`` of a 10 KB literal over five matched nodes' product aborted a 4 GB
@@ -728,37 +746,111 @@ MAX_BYTES = 100_000_000
 REPLY_ROWS = 100_001
 
 
-def _check_bytes(code: Sequence[Token], growth: dict[int, int], evaluations: int,
-                 rows: int) -> None:
+def _check_bytes(code: Sequence[Token], scopes: list[tuple[int, ...]], growth: dict[int, int],
+                 repeats: tuple[dict[int, int], int], rows: int) -> None:
     """Refuse a string literal past :data:`MAX_LITERAL_CHARS`, and literals that, grown by
     every growing call of the query and evaluated as many times as its largest list has
-    values, once a row of the ``rows`` (:func:`_rows`, at most :data:`REPLY_ROWS`), pass
-    :data:`MAX_BYTES` (errs high: the longest literal, every growth, the largest list, the
-    most rows)."""
-    longest, at, chars = 1, None, 0
-    for tok in code:
+    values (``repeats``: the lists walked by bracket, and that largest list), once a row of
+    the ``rows`` (:func:`_rows`, at most :data:`REPLY_ROWS`), pass :data:`MAX_BYTES` (errs
+    high: the longest literal, every growth, the largest list, the most rows). A literal that
+    is only compared (:func:`_compared`) is built once an evaluation of its comparison, as
+    often as the iterations around it repeat it: the largest list elsewhere does not copy it
+    (the twenty-eighth re-probe's M1: ``MATCH (m) OPTIONAL MATCH (m)<--(p) WHERE m.title
+    STARTS WITH 'The' RETURN collect(p.name)`` was refused, ``'The'`` counted as built once
+    a collected name a row, 100,001,000,000 times)."""
+    walked, evaluations = repeats
+    compared = _compared(code, scopes)
+    longest, at, at_times, chars, weight = 1, None, 1, 0, 0
+    for k, tok in enumerate(code):
         if tok.kind == "string":
-            length = _decoded_length(tok)
-            chars += length
-            if length > longest:
-                longest, at = length, tok
+            length = _kept_length(tok)
+            times = math.prod(walked.get(b, 1) for b in scopes[k]) \
+                if k in compared else max(1, evaluations)
+            chars, weight = chars + length, weight + length * times
+            if length > longest:  # a query of 1-character literals only is not checked
+                longest, at, at_times = length, tok, times
     if at is None:
         return
     if longest > MAX_LITERAL_CHARS:
         raise QueryRefused(f"the string at {where(at)} has {longest:,} characters, more than "
                            f"{MAX_LITERAL_CHARS:,}: a literal is copied once a row or an "
                            "iteration, which the server does not bound inside an expression")
-    grown = 1
-    for factor in growth.values():
-        grown *= factor
-    times = max(1, evaluations) * max(1, rows)
-    if chars * grown * times > MAX_BYTES:  # all the literals: 60 of 999 added in a row
+    grown = math.prod(growth.values())
+    if weight * grown * max(1, rows) > MAX_BYTES:  # all the literals: 60 of 999 added in a row
         others = f", {chars:,} with the query's others" if chars > longest else ""
         raise QueryRefused(f"the string at {where(at)} ({longest:,} characters{others}, "
-                           f"grown up to "
-                           f"{grown:,}-fold) may be built {_count(times)} times ({rows:,} rows): more "
+                           f"grown up to {grown:,}-fold) may be built "
+                           f"{_count(at_times * max(1, rows))} times ({rows:,} rows): more "
                            f"than {MAX_BYTES:,} characters, which the server builds before any "
                            "timeout or memory cap")
+
+
+def _compared(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> frozenset[int]:
+    """The string literals (by index) only compared, each value read and dropped, never
+    kept in what the query builds: the whole right operand of a comparison (``STARTS WITH``,
+    ``ENDS WITH``, ``CONTAINS``, ``<>``, ``<``, ``>``, ``<=``, ``>=``, ``=~``, or ``=`` after a
+    property: after a bare name ``=`` may bind, ``reduce(s = 'x', ...)``), the whole second
+    argument of a call of :data:`_READ_SECOND` (a pattern, a delimiter split at), and the
+    elements of a list of literals a property is tested to be ``IN``. Fails closed: anything
+    after it but the end of the operand (``n.a = 'x' + s``) makes it a literal like any
+    other. One pass (a walk from each literal over its call or list would be quadratic in a
+    list of many literals)."""
+    out: set[int] = set()
+    commas: Counter[int] = Counter()  # by bracket, the commas read at its own level so far
+    lists: dict[int, list[int]] = {}  # a [ after `x.p IN`: its literals while it holds no other
+    for k, tok in enumerate(code):
+        opened = scopes[k][-1] if scopes[k] else -1
+        if tok.text == "," and opened >= 0:
+            commas[opened] += 1
+        if opened in lists and tok.kind != "string" and tok.text != ",":
+            del lists[opened]
+        if tok.text == "[" and k >= 3 and code[k - 3].text == "." \
+                and code[k - 1].kind == "word" and code[k - 1].text.upper() == "IN":
+            lists[k] = []
+        if tok.kind != "string":
+            if tok.text == "]" and k and (held := lists.pop(_opening(scopes, k), None)) \
+                    and _ends_operand(code, k):
+                out.update(held)
+            continue
+        if opened in lists:
+            lists[opened].append(k)
+        if not _ends_operand(code, k):
+            continue
+        before = [""] * max(0, 3 - k) + [t.text.upper() for t in code[max(0, k - 3):k]]
+        if before[2] in ("<", ">", "CONTAINS") \
+                or before[1:] in (["<", "="], [">", "="], ["=", "~"]) \
+                or (before[1] in ("STARTS", "ENDS") and before[2] == "WITH") \
+                or (before[0] == "." and before[2] == "=") \
+                or (before[2] == "," and opened > 0 and code[opened].text == "("
+                    and commas[opened] == 1 and _function(code, opened - 1) in _READ_SECOND):
+            out.add(k)
+    return frozenset(out)
+
+
+def _opening(scopes: list[tuple[int, ...]], close: int) -> int:
+    """The bracket the closing bracket ``code[close]`` closes (the last open before it)."""
+    return scopes[close - 1][-1] if scopes[close - 1] else -1
+
+
+def _ends_operand(code: Sequence[Token], k: int) -> bool:
+    """Whether what follows ``code[k]`` ends the operand it stands in."""
+    after = code[k + 1].text.upper() if k + 1 < len(code) else ")"
+    return after in (")", "]", "}", ",") or after in _OPERAND_ENDS
+
+
+#: Functions that take a regular expression as their second argument and match it against
+#: their first (FalkorDB's, and APOC's for Neo4j, whose Java engine backtracks too): the
+#: pattern is compiled and matched, not copied into the value made (:mod:`.regexes` checks
+#: what matching it costs).
+REGEX_CALLS = frozenset({"string.matchregex", "string.replaceregex", "apoc.text.regexgroups",
+                         "apoc.text.regreplace", "apoc.text.replace", "apoc.text.split"})
+#: Functions whose second argument is read, not kept in what they make: the pattern of a
+#: regular expression (:data:`REGEX_CALLS`), what ``split()`` splits at.
+_READ_SECOND = REGEX_CALLS | {"split"}
+#: Words that end an operand: a literal followed by one is the whole operand before it.
+_OPERAND_ENDS = frozenset({"AND", "OR", "XOR", "RETURN", "WITH", "WHERE", "ORDER", "SKIP",
+                           "LIMIT", "UNION", "MATCH", "OPTIONAL", "UNWIND", "CALL", "THEN",
+                           "ELSE", "END", "AS"})
 
 
 def _check_growth(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> dict[int, int]:
@@ -785,7 +877,7 @@ def _check_growth(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> dict[
                 raise QueryRefused(f"{name}() at {where(tok)} has a replacement that is not a "
                                    "string literal: the guard cannot bound how much it grows "
                                    "the string, which the server builds before any timeout")
-            matched = None if _REPLACING[name] else _string_length(code, args[1])
+            matched = None if _REPLACING[name] else _string_length(code, args[1], least=True)
             factor = replacement + 1 if not matched else max(1, -(-replacement // matched))
         elif name in _JOINING and len(args) > _JOINING[name]:
             delimiter = _string_length(code, args[_JOINING[name]])
@@ -1113,7 +1205,7 @@ def _added(code: Sequence[Token], scopes: list[tuple[int, ...]], sources: dict[i
     (``WITH '<990 x>' AS t ... s + t``, ``WITH [0, ..., 99] AS l ... s + l``: the
     twenty-sixth re-probe's H2, copied at each step). Errs high."""
     start, bar, close = at
-    longest = max((_decoded_length(code[k]) for k in range(start, close)
+    longest = max((_kept_length(code[k]) for k in range(start, close)
                    if code[k].kind == "string"), default=0)
     held = 0
     for k in range(bar + 1, close):

@@ -6,11 +6,13 @@ the server busy about 90 s past the plugin's 3 s timeout, and later golds timed 
 twenty-sixth re-probe's H1, issue 58). :func:`check_regexes` refuses, before anything is sent,
 a pattern the guard cannot read (not one string literal), one that backtracks exponentially
 (a repeated group holding a quantifier or an alternation, a backreference, a subroutine
-call, the extended-mode flag ``x``), one of more than :data:`MAX_DEGREE` repeated parts, a
-subject that is neither a literal nor a property of a node or relationship a ``MATCH`` pattern
-binds (and nothing else binds under any spelling), a call inside an iteration, and calls whose
-work, :data:`.bounds.MAX_LITERAL_CHARS` (or the literal's length) to the power of their
-repeated parts and one, passes :data:`MAX_REGEX_WORK` together.
+call, the extended-mode flag ``x``, an escape the engine may read past its next character),
+one of more than :data:`MAX_DEGREE` repeated parts, a subject that is neither a literal nor a
+property of a node or relationship a ``MATCH`` pattern binds (and nothing else binds under any
+spelling), a call inside an iteration, and calls whose work, :data:`.bounds.MAX_LITERAL_CHARS`
+(or the literal's length) to the power of their repeated parts and one, passes
+:data:`MAX_REGEX_WORK` together. A pattern is read as
+FalkorDB hands it to its engine (:func:`_unescaped`), a literal weighed as FalkorDB keeps it.
 
 Why a module of its own: the bounds (:mod:`.bounds`) count values built and walked; this one
 reads the pattern a call is given, a small language of its own. It reads the bounds' tokens
@@ -24,12 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import QueryRefused
-from .bounds import MAX_LITERAL_CHARS, Token, _arguments, _decoded_length, _function, _scopes, where
+from .bounds import MAX_LITERAL_CHARS, REGEX_CALLS, Token, _arguments, _function, _kept_length, _scopes, where
 
-#: Functions that take a regular expression as their second argument and match it against
-#: their first (FalkorDB's, and APOC's for Neo4j, whose Java engine backtracks too).
-REGEX_CALLS = frozenset({"string.matchregex", "string.replaceregex", "apoc.text.regexgroups",
-                         "apoc.text.regreplace", "apoc.text.replace", "apoc.text.split"})
 #: The most repeated parts (``*``, ``+``, ``{n,}``, ``{n,m}`` past 16) a pattern may hold: a
 #: backtracking engine may try every way of sharing the subject among them, so a failed match
 #: costs about the subject's length to their number plus one (``'x.*x.*y'`` against 1,000
@@ -64,8 +62,7 @@ def degree(pattern: str) -> int:
     while i < len(pattern):
         c = pattern[i]
         if c == "\\":
-            if pattern[i + 1:i + 2] in tuple("123456789kg"):
-                raise ValueError("a backreference or a subroutine call (exponential to match)")
+            _escape(pattern, i)
             last, i, leading = "atom", i + 2, False
         elif c == "[":
             end = _class_end(pattern, i)
@@ -110,6 +107,7 @@ def _class_end(pattern: str, i: int) -> int:
     while k < len(pattern) and depth:
         c = pattern[k]
         if c == "\\":
+            _escape(pattern, k)
             k += 1
         elif c == "[":
             depth += 1
@@ -117,6 +115,30 @@ def _class_end(pattern: str, i: int) -> int:
             depth -= 1
         k += 1
     return k
+
+
+def _escape(pattern: str, i: int) -> None:
+    """Check the escape at ``pattern[i]`` is one character to the engine, as the reading
+    takes it: ValueError for a backreference or subroutine call, and for any escape not of
+    :data:`_ONE_ATOM`. Oniguruma (FalkorDB's syntax is Perl-like) reads more than two
+    characters at some: ``\\c)`` is one control character that takes the ``)``,
+    ``\\Q)\\E`` a literal ``)``, so ``'(\\c)?a+)+b'`` is the nested quantifier
+    ``(\\t?a+)+b`` to the server and two plain repeats to a reading of two characters (the
+    twenty-eighth re-probe's H3). Fails closed: a letter, digit or non-ASCII character not
+    known is refused; ASCII punctuation escaped is itself in every engine."""
+    c = pattern[i + 1:i + 2]
+    if c and c in "123456789kg":
+        raise ValueError("a backreference or a subroutine call (exponential to match)")
+    if not c or c in _ONE_ATOM or (c.isascii() and not c.isalnum()):
+        return
+    raise ValueError(f"the escape \\{c} at character {i + 1}, not one the guard reads (the "
+                     "server's engine may read it past its next character)")
+
+
+#: The escaped letters every engine reads as one character or one position: classes,
+#: boundaries, anchors and control characters. ``\\c``, ``\\C``, ``\\M``, ``\\Q``...``\\E``,
+#: ``\\x``, ``\\p``, ``\\o``, ``\\N``, ``\\R``, ``\\X``, ``\\K`` and ``\\0`` are not among them.
+_ONE_ATOM = frozenset("dDwWsShHbBAzZntrfv")
 
 
 def _repeat(pattern: str, i: int) -> tuple[int, bool, bool] | None:
@@ -211,7 +233,7 @@ def _length(code: Sequence[Token], scopes: list[tuple[int, ...]], matched: froze
     far longer)."""
     start, end = span
     if end - start == 1 and code[start].kind == "string":
-        return max(1, _decoded_length(code[start]))
+        return max(1, _kept_length(code[start]))
     if end - start == 3 and code[start + 1].text == "." \
             and code[start].text.strip("`").lower() in matched:
         return MAX_LITERAL_CHARS
@@ -268,6 +290,21 @@ _CLAUSES = frozenset({"RETURN", "WITH", "WHERE", "MATCH", "UNWIND", "CALL", "ORD
 
 
 def _unescaped(text: str) -> str:
-    """A string literal's text as the regex engine reads it: Cypher's ``\\\\`` is one
-    backslash, a quote escaped is a quote."""
-    return re.sub(r"\\([\\'\"])", r"\1", text)
+    """A pattern literal's text as FalkorDB (4.16) hands it to the regular-expression engine:
+    it decodes the escapes of :data:`_CYPHER_ESCAPES` and keeps any other backslash with the
+    character after it, so ``'(\\?x)'`` is the ``x`` flag there (the twenty-eighth re-probe's
+    H2: read as two atoms, it passed a nested quantifier). ValueError for ``\\u`` and
+    ``\\U``, which Neo4j decodes to the character they name and FalkorDB keeps: the servers
+    would read two patterns (``'\\u0028a+)+b'`` is ``(a+)+b`` to Neo4j)."""
+    def decoded(escape: re.Match[str]) -> str:
+        c = escape.group(1)
+        if c in "uU":
+            raise ValueError(f"the string escape \\{c}, which Neo4j decodes to a character "
+                             "and FalkorDB keeps as written (write the character itself)")
+        return _CYPHER_ESCAPES.get(c, escape.group(0))
+    return re.sub(r"\\(.)", decoded, text, flags=re.DOTALL)
+
+
+#: The Cypher string escapes FalkorDB 4.16 decodes, to what (its other escapes are kept).
+_CYPHER_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
+                   "v": "\v", '"': '"', "'": "'", "\\": "\\", "?": "?"}
