@@ -28,6 +28,7 @@ from pytest_queryeval.cypher.bounds import _kept_length
 from pytest_queryeval.cypher.regexes import _unescaped, degree
 from pytest_queryeval.errors import QueryRefused
 from tests.cypher.test_bolt import run_on_server
+from tests.cypher.test_cypher_twentyseventh import refused_unsent_then_honest_pass
 from tests.cypher.test_cypher_twentysixth import _sent
 from tests.cypher.test_guard_work import _calls
 from tests.fixtures.bolt_server import require, running_server
@@ -176,8 +177,6 @@ def test_the_honest_cases_after_the_hostile_ones_pass(pytester: pytest.Pytester,
     and golds. The inputs are small enough that the server answers each at once: before the
     fix they were sent and answered; now each is refused at its text, unsent."""
     require()
-    honest = {"gold": "MATCH (n:Movie) RETURN n.title AS t ORDER BY t",
-              "predicted": "MATCH (m:Movie) RETURN m.title AS t ORDER BY t"}
     hostile = {
         "h1": (f"RETURN size(string.matchRegEx('{U * 101}', '0.*0.*y')) AS s",
                "1,010 characters"),
@@ -186,27 +185,11 @@ def test_the_honest_cases_after_the_hostile_ones_pass(pytester: pytest.Pytester,
         "h3": ("RETURN size(string.matchRegEx('aaaa!', '(\\\\c)?a+)+b')) AS s",
                "not one the guard reads"),
     }
-    cases: list[dict[str, object]] = [dict(honest, id="h0-before")]
-    for name, (query, _) in hostile.items():
-        cases.append({"id": f"p-{name}", "gold": "RETURN 0 AS s", "predicted": query})
-        cases.append({"id": f"g-{name}", "gold": query, "predicted": "RETURN 0 AS s"})
-    cases += [dict(honest, id="h1-after"), {
-        "id": "h2-honest-regex",
+    refused_unsent_then_honest_pass(pytester, tmp_path, hostile, {
         "gold": "MATCH (n:Movie) WHERE size(string.matchRegEx(n.title, '^The\\\\s')) > 0 "
                 "RETURN n.title AS t ORDER BY t",
         "predicted": "MATCH (m:Movie) WHERE size(string.matchRegEx(m.title, '^The ')) > 0 "
-                     "RETURN m.title AS t ORDER BY t"}]
-    with running_server(tmp_path) as own:
-        report = run_on_server(pytester, own, cases, rehearse=False)
-        assert own.running() == 0
-    reasons = {cid: str(report.by_id[cid]) for cid in report.outcomes}
-    for name, (_, why) in hostile.items():
-        assert report.outcomes[f"p-{name}"] == "failed", reasons[f"p-{name}"]
-        assert why in reasons[f"p-{name}"], reasons[f"p-{name}"]
-        assert report.outcomes[f"g-{name}"] == "error", reasons[f"g-{name}"]
-        assert why in reasons[f"g-{name}"], reasons[f"g-{name}"]
-    for cid in ("h0-before", "h1-after", "h2-honest-regex"):
-        assert report.outcomes[cid] == "passed", reasons[cid]
+                     "RETURN m.title AS t ORDER BY t"})
 
 
 #: M1 (c28/m1_gv.out, m1b_gv.out, hon28_gv.out): honest queries of two row sources, a made

@@ -159,8 +159,6 @@ def test_the_honest_cases_after_the_hostile_ones_pass(pytester: pytest.Pytester,
     and golds. The inputs are small enough that the server answers each at once: before the
     fix they were sent and answered; now each is refused at its text, unsent."""
     require()
-    honest = {"gold": "MATCH (n:Movie) RETURN n.title AS t ORDER BY t",
-              "predicted": "MATCH (m:Movie) RETURN m.title AS t ORDER BY t"}
     hostile = {
         "h1": ("RETURN size([i IN range(1, 3) | `string`.`matchRegEx`('aaaa!', '(a+)+b')]) "
                "AS s", "backquoted part"),
@@ -171,16 +169,27 @@ def test_the_honest_cases_after_the_hostile_ones_pass(pytester: pytest.Pytester,
         "h4": ("WITH {title: 'xxxx'} AS `m` RETURN size([m]) AS z, "
                "size(string.matchRegEx(m.title, 'x.*x.*y')) AS s", "neither a string"),
     }
+    refused_unsent_then_honest_pass(pytester, tmp_path, hostile, {
+        "gold": "MATCH (n:Movie) WHERE size(string.matchRegEx(toLower(n.title), 'matrix')) > 0 "
+                "RETURN n.title AS t ORDER BY t",
+        "predicted": "MATCH (m:Movie) WHERE size(string.matchRegEx(m.title, 'Matrix')) > 0 "
+                     "RETURN m.title AS t ORDER BY t"})
+
+
+def refused_unsent_then_honest_pass(pytester: pytest.Pytester, tmp_path: Path,
+                                    hostile: dict[str, tuple[str, str]],
+                                    honest_regex: dict[str, object]) -> None:
+    """Each ``hostile`` query (name: query and a word of its refusal) as a prediction and as
+    a gold of a ``rehearse: false`` suite on a server of its own, between honest cases and
+    before ``honest_regex``: each prediction fails and each gold errors with the refusal, the
+    server runs nothing after the suite, and the honest cases pass."""
+    honest = {"gold": "MATCH (n:Movie) RETURN n.title AS t ORDER BY t",
+              "predicted": "MATCH (m:Movie) RETURN m.title AS t ORDER BY t"}
     cases: list[dict[str, object]] = [dict(honest, id="h0-before")]
     for name, (query, _) in hostile.items():
         cases.append({"id": f"p-{name}", "gold": "RETURN 0 AS s", "predicted": query})
         cases.append({"id": f"g-{name}", "gold": query, "predicted": "RETURN 0 AS s"})
-    cases += [dict(honest, id="h1-after"), {
-        "id": "h2-honest-regex",
-        "gold": "MATCH (n:Movie) WHERE size(string.matchRegEx(toLower(n.title), 'matrix')) > 0 "
-                "RETURN n.title AS t ORDER BY t",
-        "predicted": "MATCH (m:Movie) WHERE size(string.matchRegEx(m.title, 'Matrix')) > 0 "
-                     "RETURN m.title AS t ORDER BY t"}]
+    cases += [dict(honest, id="h1-after"), dict(honest_regex, id="h2-honest-regex")]
     with running_server(tmp_path) as own:
         report = run_on_server(pytester, own, cases, rehearse=False)
         assert own.running() == 0
