@@ -28,8 +28,8 @@ import pytest
 
 from tests.agents import probe_support as probe
 from tests.agents.test_counts_from_what_ran import GOLD, call, tool
-from tests.agents.test_counts_twentyfifth_probe import FENCED, _fenced
-from tests.agents.test_counts_twentyseventh_probe import TILDE, F
+from tests.agents.test_counts_twentyfifth_probe import _fenced
+from tests.agents.test_counts_twentyseventh_probe import TILDE, F, assert_taken_out
 from tests.agents.test_counts_twentysixth_probe import ALIASED, _duckdb_with_sequence
 from tests.agents.test_counts_twentythird_probe import span_outputs
 
@@ -292,16 +292,7 @@ def test_the_cuts_beside_the_engines() -> None:
     Chinook copy) runs each H1 text to the line before ``25``, reading ``Employee``."""
     import sqlite3
 
-    from pytest_queryeval.agents.runcopies import tokens_kept
-    from pytest_queryeval.agents.spanoutput import _whole
-
-    for ran, out in CUTS.values():
-        assert not _whole(tokens_kept(out), 0, len(ran)), out
-    for ran, out in (*ALIASED.values(), *TILDE.values(), *LINES_AFTER.values()):
-        text = tokens_kept(out)
-        assert _whole(text, text.index(ran), text.index(ran) + len(ran)), out
-    for text in FENCED.values():
-        assert _whole(text, text.index(GOLD), text.index(GOLD) + len(GOLD)), text
+    assert_taken_out(CUTS.values(), (*ALIASED.values(), *TILDE.values(), *LINES_AFTER.values()))
     chinook = Path(__file__).parents[2] / "example_suite" / "data" / "chinook.sqlite"
     con = sqlite3.connect(f"file:{chinook}?mode=ro", uri=True)
     try:

@@ -17,6 +17,7 @@ read on, in a trajectory's text.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -61,19 +62,28 @@ def test_the_fence_is_judged_on_the_tokens_the_engines_read(
     probe.assert_verdicts(report, list(hostile), list(honest))
 
 
-def test_the_rule_beside_the_engines() -> None:
-    """Each H1 text is not taken for its statement, each honest one (a tilde fence too) is;
-    SQLite (the real Chinook copy) runs the SQLite texts and reads ``Employee`` in them."""
+def assert_taken_out(hostile: Iterable[tuple[str, str]],
+                     honest: Iterable[tuple[str, str]]) -> None:
+    """The span reader on the tokens the engines read (``runcopies.tokens_kept``): no
+    ``hostile`` output (the statement that ran, the output) is taken for its statement whole;
+    each ``honest`` one, and each fenced record of :data:`FENCED`, is."""
     from pytest_queryeval.agents.runcopies import tokens_kept
     from pytest_queryeval.agents.spanoutput import _whole
 
-    for ran, out in (*MERGED.values(), *MERGED_SQLITE.values(), *MERGED_DUCKDB.values()):
+    for ran, out in hostile:
         assert not _whole(tokens_kept(out), 0, len(ran)), out
-    for ran, out in (*ALIASED.values(), *TILDE.values()):
+    for ran, out in honest:
         text = tokens_kept(out)
         assert _whole(text, text.index(ran), text.index(ran) + len(ran)), out
     for text in FENCED.values():
         assert _whole(text, text.index(GOLD), text.index(GOLD) + len(GOLD)), text
+
+
+def test_the_rule_beside_the_engines() -> None:
+    """Each H1 text is not taken for its statement, each honest one (a tilde fence too) is;
+    SQLite (the real Chinook copy) runs the SQLite texts and reads ``Employee`` in them."""
+    assert_taken_out((*MERGED.values(), *MERGED_SQLITE.values(), *MERGED_DUCKDB.values()),
+                     (*ALIASED.values(), *TILDE.values()))
     chinook = Path(__file__).parents[2] / "example_suite" / "data" / "chinook.sqlite"
     con = sqlite3.connect(f"file:{chinook}?mode=ro", uri=True)
     try:
