@@ -114,18 +114,21 @@ class Ledger:
         """Run an agent's query on the sandboxed ``source`` and count it.
 
         On an SQL datasource a write is refused unexecuted (:class:`WriteRefused`, counted in
-        ``write_attempts``); on any datasource, a statement the source itself refuses (its
-        guard, or its engine: a graph's ``CREATE``, a SPARQL update, a file read) is counted
-        there too and raised. The forbidden tables are those the engine reads for the query
-        (:func:`tables_read`), counted before it runs; timeouts and failures are raised as
-        they come. Rows read are the rows returned.
+        ``write_attempts``, and the forbidden tables it names counted as the final query's
+        are: ``CREATE TEMP TABLE x AS SELECT * FROM Employee`` copied the table and counted
+        none, the twenty-ninth re-probe's H3); on any datasource, a statement the source
+        itself refuses (its guard, or its engine: a graph's ``CREATE``, a SPARQL update, a
+        file read) is counted there too and raised. The forbidden tables are those the engine
+        reads for the query (:func:`tables_read`), counted before it runs; timeouts and
+        failures are raised as they come. Rows read are the rows returned.
         """
         from ..sources import source_type
 
         sql_source = source_type(getattr(source, "type", None)).sql
         dialect = getattr(source, "dialect", None)
-        if sql_source and is_write(sql, dialect):
+        if sql_source and is_write(sql, dialect):  # its forbidden tables as the final query's
             self._write(f"write attempt refused: {_short(sql)}")
+            self._touch(self._named(sql))
             raise WriteRefused("the agent's query would change the database; agent tools are "
                                "read-only")
         if self.forbidden:

@@ -27,6 +27,7 @@ from ..errors import (
 )
 from .sqlfunctions import (
     FORBIDDEN_FUNCTIONS,
+    READER_AGGREGATES,
     SQL_TEXT_FUNCTIONS,
     TABLE_READERS,
     format_character,
@@ -341,8 +342,6 @@ def _check_function(node: Any, dialect: str | None) -> ReadRefused | None:
     once the rest is read). Its name is read as DuckDB reads it (:func:`function_name`); a
     name holding a format character that no list names is refused all the same (fail
     closed: ``checkpoint\u200b()`` ran a checkpoint, the twenty-eighth re-probe's H2)."""
-    from sqlglot import exp
-
     raw = _raw_name(node)
     fname = plain_name(raw)
     if fname in FORBIDDEN_FUNCTIONS:
@@ -355,8 +354,7 @@ def _check_function(node: Any, dialect: str | None) -> ReadRefused | None:
         raise QueryRefused(f"function {fname}() reads a file or URL (the database's own too, "
                            "which no count of the tables read can see)")
     check_path_view(fname, dialect)
-    if fname in TABLE_READERS.get(dialect or "", frozenset()) \
-            and isinstance(node.parent, exp.Table):
+    if fname in TABLE_READERS.get(dialect or "", frozenset()) and not _an_aggregate(node, fname):
         read = TableComputedRead if _computed_argument(node) else ReadRefused
         return read(f"table function {fname}() reads the table named by its argument, which "
                     "no count of the tables read can see")
@@ -365,6 +363,27 @@ def _check_function(node: Any, dialect: str | None) -> ReadRefused | None:
                            "format character, which an engine reads as a blank: not the name "
                            "the guard reads")
     return None
+
+
+#: The clauses of a query whose calls are expressions (a column's aggregate), not tables.
+_EXPRESSION_CLAUSES = frozenset({"expressions", "where", "having", "qualify", "order", "group"})
+
+
+def _an_aggregate(node: Any, fname: str) -> bool:
+    """Whether a table reader's call is its name's aggregate (``histogram(Name)`` in a select
+    list, which reads what the query names): only a name that has one, and only where the
+    nearest query holds the call in an expression clause. Anywhere else it is the table
+    function, whatever wraps it: refused only under ``exp.Table``, ``FROM LATERAL
+    pragma_storage_info('Track')`` and ``JOIN LATERAL histogram_values(Track, Name)`` (under
+    ``exp.Lateral``) ran and read the table (the twenty-ninth re-probe's H2)."""
+    from sqlglot import exp
+
+    if fname not in READER_AGGREGATES:
+        return False
+    child, parent = node, node.parent
+    while parent is not None and not isinstance(parent, exp.Query):
+        child, parent = parent, parent.parent
+    return parent is not None and child.arg_key in _EXPRESSION_CLAUSES
 
 
 def _computed_argument(node: Any) -> bool:
