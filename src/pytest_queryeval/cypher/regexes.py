@@ -5,14 +5,14 @@ against 40 runs of 21 ``a``\\ s took about 2 s a call; twenty calls in a list co
 the server busy about 90 s past the plugin's 3 s timeout, and later golds timed out (the
 twenty-sixth re-probe's H1, issue 58). :func:`check_regexes` refuses, before anything is sent,
 a pattern the guard cannot read (not one string literal), one that backtracks exponentially
-(a repeated group holding a quantifier or an alternation, a backreference, a subroutine
-call, the extended-mode flag ``x``, an escape the engine may read past its next character),
-one of more than :data:`MAX_DEGREE` repeated parts, a subject that is neither a literal nor a
-property of a node or relationship a ``MATCH`` pattern binds (and nothing else binds under any
-spelling), a call inside an iteration, and calls whose work, :data:`.bounds.MAX_LITERAL_CHARS`
-(or the literal's length) to the power of their repeated parts and one, passes
-:data:`MAX_REGEX_WORK` together. A pattern is read as
-FalkorDB hands it to its engine (:func:`_unescaped`), a literal weighed as FalkorDB keeps it.
+(a repeated group holding a quantifier or an alternation, a quantifier on a quantifier, a
+backreference, a subroutine call, the extended-mode flag ``x``, an escape the engine may read
+past its next character), one of more than :data:`MAX_DEGREE` repeated parts, a subject that
+is neither a literal nor a property of a node or relationship a ``MATCH`` pattern binds (and
+nothing else binds under any spelling), a call inside an iteration, and calls whose work,
+:data:`.bounds.MAX_LITERAL_CHARS` (or the literal's length) to the power of their repeated
+parts and one, passes :data:`MAX_REGEX_WORK` together. A pattern is read as FalkorDB hands it
+to its engine (:func:`_unescaped`), a literal weighed as FalkorDB keeps it.
 
 Why a module of its own: the bounds (:mod:`.bounds`) count values built and walked; this one
 reads the pattern a call is given, a small language of its own. It reads the bounds' tokens
@@ -31,8 +31,9 @@ from .bounds import MAX_LITERAL_CHARS, REGEX_CALLS, Token, _arguments, _function
 #: The most repeated parts (``*``, ``+``, ``{n,}``, ``{n,m}`` past 16) a pattern may hold: a
 #: backtracking engine may try every way of sharing the subject among them, so a failed match
 #: costs about the subject's length to their number plus one (``'x.*x.*y'`` against 1,000
-#: ``x``\\ s: 0.75 s; ``'\\w+x\\w+y'``: 1.6 s; three parts would be minutes). A leading ``.*``
-#: is not counted: oniguruma tries it at line starts only (``'.*a.*b'``: 0.06 s).
+#: ``x``\\ s: 0.75 s; ``'\\w+x\\w+y'``: 1.6 s; three parts would be minutes). A leading greedy
+#: ``.*`` is not counted where :data:`_HEAD` says: oniguruma tries it at line starts only
+#: (``'.*a.*b'``: 0.06 s).
 MAX_DEGREE = 2
 #: The most work the regular expressions of one query may cost together, each the subject's
 #: length (a literal's, else :data:`.bounds.MAX_LITERAL_CHARS`) to the power of its repeated
@@ -55,18 +56,17 @@ class _Group:
 
 
 def degree(pattern: str) -> int:
-    """The repeated parts of ``pattern`` (a leading ``.*`` not counted); ValueError with the
-    reason when it backtracks exponentially or cannot be read."""
+    """The repeated parts of ``pattern`` (a leading greedy ``.*`` not counted where
+    :data:`_HEAD` says); ValueError with the reason when it backtracks exponentially or
+    cannot be read."""
     groups, last, count, i = [_Group()], "", 0, 0
-    leading = True  # nothing but anchors and flags read yet
     while i < len(pattern):
         c = pattern[i]
         if c == "\\":
             _escape(pattern, i)
-            last, i, leading = "atom", i + 2, False
+            last, i = "atom", i + 2
         elif c == "[":
-            end = _class_end(pattern, i)
-            last, i, leading = "atom", end, False
+            last, i = "atom", _class_end(pattern, i)
         elif c == "(" and (flags := _FLAGS.match(pattern, i)):
             i = flags.end()
         elif c == "(":
@@ -77,7 +77,7 @@ def degree(pattern: str) -> int:
             if pattern.startswith("(?", i) and prefix is None:
                 raise ValueError(f"the group at character {i + 1} is not one the guard reads")
             groups.append(_Group())
-            last, i, leading = "", prefix.end() if prefix else i + 1, False
+            last, i = "", prefix.end() if prefix else i + 1
         elif c == ")" and len(groups) > 1:
             inner = groups.pop()
             groups[-1].risky |= inner.risky
@@ -86,17 +86,29 @@ def degree(pattern: str) -> int:
             groups[-1].risky, last, i = True, "", i + 1
         elif c in "*+?{" and last and (repeat := _repeat(pattern, i)) is not None:
             end, repeated, unbounded = repeat
+            if last == "repeat":
+                raise ValueError(f"a quantifier on a quantifier at character {i + 1} (the "
+                                 "server nests the repeats, which backtrack exponentially)")
             if repeated and last == "risky group":
                 raise ValueError("a repeated group holds a repeated part or an alternation "
                                  "(nested quantifiers backtrack exponentially)")
             groups[-1].risky |= repeated
-            count += unbounded and not (leading and last == "any")
-            last, i, leading = "", end + (pattern[end:end + 1] in ("?", "+")), False
+            count += unbounded
+            last, i = "repeat", end + (pattern[end:end + 1] in ("?", "+"))
         else:
-            if c not in "^$":
-                leading = leading and c == "."
-            last, i = ("any" if c == "." else "atom"), i + 1
-    return count
+            last, i = "atom", i + 1
+    return count - bool(_HEAD.match(pattern) and "|" not in pattern)
+
+
+#: A pattern whose first atom is a greedy ``.*`` (after ``^`` anchors and flags only), the
+#: one repeated part oniguruma tries at line starts only (it anchors a pattern whose head is
+#: a greedy ``.*``: ``'.*x.*x.*y'`` against 300 ``x``\\ s at once, where ``'..*x.*x.*y'``
+#: took 1.6 s). Not a lazy ``.*?`` or possessive ``.*+``, nor ``.+`` or ``.{0,}`` (the
+#: engine anchors the greedy ones too, but the reading need not know), and not in a pattern
+#: with a ``|`` anywhere: an alternative that does not open with ``.*`` takes the anchor
+#: away, and ``'.*?x.*x.*y'`` and ``'.*x.*x.*y|z'`` against 500 ``x``\\ s took 9.7 s and
+#: more a call (the twenty-ninth re-probe's H2).
+_HEAD = re.compile(r"(?:\^|\(\?[ims-]+\))*\.\*(?![?+])")
 
 
 def _class_end(pattern: str, i: int) -> int:
@@ -144,16 +156,18 @@ _ONE_ATOM = frozenset("dDwWsShHbBAzZntrfv")
 def _repeat(pattern: str, i: int) -> tuple[int, bool, bool] | None:
     """The quantifier at ``pattern[i]``: where it ends, whether it repeats (more than once),
     whether it counts as unbounded (no upper bound, or one past 16); None for a ``{`` that is
-    no quantifier (a literal brace)."""
+    no quantifier (a literal brace). ``{,n}`` is literal text to oniguruma's Perl syntax
+    (``matchRegEx('aaa', 'a{,2}')`` finds nothing) and an error to Java's: read as text, so
+    a ``+`` after it repeats its ``}`` as on the server (the twenty-ninth re-probe's L4)."""
     c = pattern[i]
     if c in "*+":
         return i + 1, True, True
     if c == "?":
         return i + 1, False, False
     count = _COUNT.match(pattern, i)
-    if count is None or not (count.group(1) or count.group(3)):
+    if count is None or not count.group(1):
         return None
-    low = int(count.group(1) or 0)
+    low = int(count.group(1))
     high = int(count.group(3)) if count.group(3) else (None if count.group(2) else low)
     return count.end(), high is None or high > 1, high is None or high > 16
 
@@ -179,6 +193,8 @@ def check_regexes(code: Sequence[Token]) -> None:
             subject, pattern, name = (start, i - 1), (i + 1, i + 2), "=~"
             if i + 2 < len(code) and code[i + 2].text in ("+", "[", "."):
                 pattern = (i + 1, i + 3)  # 'a' + t: not one literal
+            if start and code[start - 1].text == "+":
+                subject = (start - 1, i - 1)  # Neo4j matches 'aa' + 'ab' whole (29th's L1)
         else:
             continue
         if any(_iterates(code, scopes, b, i) for b in scopes[i]):
@@ -196,11 +212,15 @@ def _iterates(code: Sequence[Token], scopes: list[tuple[int, ...]], bracket: int
               at: int) -> bool:
     """Whether the bracket ``code[bracket]`` iterates (an ``IN`` at its own level before
     ``code[at]``: a comprehension, ``any()``..., ``reduce()``), or is a pattern
-    comprehension."""
-    return any(code[k].kind == "word" and code[k].text.upper() == "IN"
-               and scopes[k] and scopes[k][-1] == bracket for k in range(bracket + 1, at)) \
-        or (code[bracket].text == "[" and bracket + 1 < len(code)
-            and code[bracket + 1].text == "(")
+    comprehension, its path named or not (``[(a)--(b) ...``, ``[p = (a)--(b) ...``: the
+    twenty-ninth re-probe found the named one read as no iteration). A list of one
+    comparison, ``[x = (1)]``, is taken for one too: that errs high."""
+    k = bracket + 1
+    if k + 1 < len(code) and code[k].kind in ("word", "quoted") and code[k + 1].text == "=":
+        k += 2
+    return any(code[j].kind == "word" and code[j].text.upper() == "IN"
+               and scopes[j] and scopes[j][-1] == bracket for j in range(bracket + 1, at)) \
+        or (code[bracket].text == "[" and k < len(code) and code[k].text == "(")
 
 
 def _degree(code: Sequence[Token], span: tuple[int, int], name: str, tok: Token) -> int:
