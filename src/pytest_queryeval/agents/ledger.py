@@ -128,7 +128,7 @@ class Ledger:
         dialect = getattr(source, "dialect", None)
         if sql_source and is_write(sql, dialect):  # its forbidden tables as the final query's
             self._write(f"write attempt refused: {_short(sql)}")
-            self._touch(self._named(sql))
+            self._touch(self._written(sql, dialect))
             raise WriteRefused("the agent's query would change the database; agent tools are "
                                "read-only")
         if self.forbidden:
@@ -209,7 +209,7 @@ class Ledger:
             (judge(sql) if callable(judge) and not ran else None)
         if clause:
             self._write(f"write attempt (the final query): {_short(sql)}")
-            self._touch(self._named(sql))
+            self._touch(self._written(sql, dialect) if sql_source else self._named(sql))
             return
         if self.forbidden:
             refusal = _guard_refusal(sql, dialect) if sql_source else None
@@ -227,6 +227,16 @@ class Ledger:
         (``pragma_storage_info('Employee')``): what a refused read would have read."""
         return {t for t in self.forbidden
                 if re.search(rf"(?<![\w$]){re.escape(t)}(?![\w$])", sql, re.IGNORECASE)}
+
+    def _written(self, sql: str, dialect: str | None) -> set[str]:
+        """The forbidden tables a refused write counts: those it names, or every one when it
+        reads a table named at run time (``CREATE TEMP TABLE x AS FROM query_table('Tr' ||
+        'ack')``), as the same call in a refused read counts (the thirtieth re-probe's L5)."""
+        from ..sources.sqlguard import computes_a_table
+
+        if self.forbidden and computes_a_table(sql, dialect):
+            return set(self.forbidden)
+        return self._named(sql)
 
     def _unparsed(self, sql: str, sql_source: bool) -> None:
         """A query the datasource could not parse ran nothing. On a datasource that is not
@@ -390,9 +400,13 @@ def tables_read(source: DataSource, sql: str, sql_source: bool,
     """The tables the engine reads for ``sql``, lower-cased, each also by its last name
     (``main.employee`` and ``employee``): the source's own account when it has one
     (``tables_read``: SQLite's authorizer, DuckDB's binder, PostgreSQL's plan), CTEs and
-    views resolved; else, or when the engine could not say, the tables the text names
-    (:func:`tables_of`) on an SQL datasource. A datasource with neither cannot say which
-    tables a query read: :class:`CountUnknown`."""
+    views resolved, with the tables the text names (:func:`tables_of`) on an SQL
+    datasource: DuckDB's binder leaves out a subquery in a star's ``REPLACE`` list, which
+    runs (``SELECT * REPLACE ((SELECT string_agg(Name, '|') FROM Track) AS Name) FROM
+    Genre`` was counted as no read of Track, the thirtieth re-probe's H1), so no engine's
+    account is taken as the whole. When the engine could not say (a text it cannot bind,
+    one holding a lone surrogate), the text's names alone. A datasource with neither cannot
+    say which tables a query read: :class:`CountUnknown`."""
     from ..errors import QueryEvalError
     from .language import unwrap
 
@@ -410,7 +424,7 @@ def tables_read(source: DataSource, sql: str, sql_source: bool,
                                f"{getattr(source, 'type', '?')!r}: it cannot say which tables "
                                "a query reads")
         return tables_of(sql, getattr(source, "dialect", None))
-    out = set()
+    out = tables_of(sql, getattr(source, "dialect", None)) if sql_source else set()
     for name in names:
         out.add(name.lower())
         out.add(name.lower().rsplit(".", 1)[-1])

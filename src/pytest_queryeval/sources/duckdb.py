@@ -277,7 +277,11 @@ def worker_query(path: str, name: str, query: str, timeout: float, max_rows: int
 
 def read_tables(conn: Any, query: str, temp_dir: str = "") -> ResultTable:
     """The tables DuckDB reads for ``query``: its binder's account (``get_table_names``),
-    which resolves CTEs and views to the tables under them and runs nothing."""
+    which resolves CTEs and views to the tables under them and runs nothing. A text the
+    binding cannot take as UTF-8 (a lone surrogate: ``get_table_names`` raised TypeError,
+    no duckdb error, and the case errored with no reason, the thirtieth re-probe's H3) is
+    QueryFailed as a text it cannot bind: the ledger counts the text's names, and the
+    query cannot run (its execute fails with "cannot encode str as UTF-8")."""
     duckdb = _require_duckdb()
     start = time.perf_counter()
     try:
@@ -285,6 +289,9 @@ def read_tables(conn: Any, query: str, temp_dir: str = "") -> ResultTable:
     except duckdb.Error as e:
         message = scrub_text(_first_line(e), machine_paths(temp_dir))
         raise QueryFailed(f"the engine could not bind it ({message})") from None
+    except (TypeError, ValueError):  # pybind11's refusal of a str not encodable as UTF-8
+        raise QueryFailed("the engine could not bind it (its text is not valid UTF-8: a lone "
+                          "surrogate)") from None
     return ResultTable(["table"], [(n,) for n in names], seconds=time.perf_counter() - start)
 
 

@@ -437,3 +437,24 @@ def _label(node: object) -> str:
     if name in ("Select", "Union", "Intersect", "Except", "Values"):
         return name.upper()
     return names.get(name, name.upper())
+
+
+def computes_a_table(sql: str, dialect: str | None) -> bool:
+    """Whether ``sql`` calls a function that reads a table (or runs SQL) named at run time
+    (``query_table('Tr' || 'ack')``): for a refused write, counted as a refused read of the
+    same call is, as every forbidden table (the thirtieth re-probe's L5). A text sqlglot
+    cannot parse is taken to when it names such a function at all (fail closed)."""
+    import sqlglot
+    from sqlglot import exp
+
+    names = SQL_TEXT_FUNCTIONS.get(dialect or "", frozenset()) | \
+        TABLE_READERS.get(dialect or "", frozenset())
+    low = sql.lower()
+    if not any(name in low for name in names):
+        return False
+    try:
+        trees = [t for t in sqlglot.parse(sql, read=dialect) if t is not None]
+    except Exception:
+        return True
+    return any(function_name(node) in names and _computed_argument(node)
+               for tree in trees for node in tree.find_all(exp.Func))
