@@ -56,10 +56,21 @@ class Run:
         return f"{self.name}: exit {self.status}\n{self.stdout[-4000:]}\n{self.stderr[-2000:]}"
 
 
+#: Installed pytest plugins a suite's run never uses, left out of every run these tests make:
+#: hypothesis's imports the whole library at each run's end (its terminal summary) and anyio's
+#: imports anyio; with both, a run of a ten-case suite cost about 0.4 s more CPU, a third of
+#: it, and the generated combinations, the reference artifacts and the end-to-end layer make
+#: some thousands of such runs. A user's run is the same run with them loaded.
+UNUSED_PLUGINS = "-p no:hypothesispytest -p no:anyio"
+
+
 def env() -> dict[str, str]:
+    """The environment of a run these tests make: the caller's, without what would make it a
+    shard, a worker or a CI job, and with :data:`UNUSED_PLUGINS` left out."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PYTEST_", "QUERYEVAL_SHARD", "SLURM_", "CI_NODE", "GITHUB_"))}
     env.pop("PYTEST_XDIST_WORKER", None)
+    env["PYTEST_ADDOPTS"] = UNUSED_PLUGINS
     return env
 
 
