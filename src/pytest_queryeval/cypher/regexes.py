@@ -21,6 +21,7 @@ and helpers; the guard calls it.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,6 +40,17 @@ MAX_DEGREE = 2
 #: length (a literal's, else :data:`.bounds.MAX_LITERAL_CHARS`) to the power of its repeated
 #: parts and one: one pattern of two repeated parts against 1,000 characters.
 MAX_REGEX_WORK = MAX_LITERAL_CHARS ** (MAX_DEGREE + 1)
+#: What a way of a pattern's bounded choices (:func:`read`) weighs: a call weighs its
+#: subject's length to the power of its repeated parts and one, times its ways times this
+#: over the factorial of its parts and one (the ways of sharing a subject among ``d``
+#: repeated parts at every start are about ``length ** (d + 1) / (d + 1)!``), never less
+#: than without choices. Measured (the thirtieth re-probe, 976 characters): a way costs
+#: the server what a way of sharing costs (``'a?' * 20 + '[^a!]'``, 2 ** 20 ways a start:
+#: 5.8 s; ``'(?:a|\\w)' * 20 + ...``: 9.3 s; ``'x.*x.*y'``: 0.75 s for a sixth of 1,000
+#: cubed), so a call of 2 ** 18 ways at 976 characters (about 1.5 to 2.3 s) is the most a
+#: query may hold, and ``'(?i).*(love|life).*'`` on a property (two parts, 2 ways) weighs
+#: what it weighed before.
+_CHOICE_COST = 2
 #: A group opening whose prefix the reading below knows: non-capturing, lookaround, atomic,
 #: named, flags scoped to the group. Another ``(?`` (a conditional, a subroutine, an absent
 #: operator) is refused, and so is the ``x`` flag anywhere: in extended mode oniguruma skips
@@ -53,13 +65,24 @@ _COUNT = re.compile(r"\{(\d*)(,?)(\d*)\}")
 @dataclass
 class _Group:
     risky: bool = False  # holds a repeated part or an alternation
+    ways: int = 1  # the product of the bounded choices read in it so far
+    alternatives: int = 1
 
 
 def degree(pattern: str) -> int:
     """The repeated parts of ``pattern`` (a leading greedy ``.*`` not counted where
     :data:`_HEAD` says); ValueError with the reason when it backtracks exponentially or
     cannot be read."""
-    groups, last, count, i = [_Group()], "", 0, 0
+    return read(pattern)[0]
+
+
+def read(pattern: str) -> tuple[int, int]:
+    """The repeated parts of ``pattern`` (:func:`degree`) and the ways its bounded choices
+    give one start position (:func:`_choices`; capped at :data:`_WAYS_CAP`): oniguruma tries
+    the product of them at every start when the match fails, and cannot cut a pattern short
+    that ends in a class it does not map (``'a?' * 20 + '[^a!]'`` against 976 characters:
+    5.8 s of server CPU a call, at no repeated part: the thirtieth re-probe's H1)."""
+    groups, last, count, i, closed = [_Group()], "", 0, 0, 1
     while i < len(pattern):
         c = pattern[i]
         if c == "\\":
@@ -81,11 +104,14 @@ def degree(pattern: str) -> int:
         elif c == ")" and len(groups) > 1:
             inner = groups.pop()
             groups[-1].risky |= inner.risky
+            closed = min(_WAYS_CAP, inner.ways * inner.alternatives)
+            groups[-1].ways = min(_WAYS_CAP, groups[-1].ways * closed)
             last, i = ("risky group" if inner.risky else "group"), i + 1
         elif c == "|":
             groups[-1].risky, last, i = True, "", i + 1
+            groups[-1].alternatives = min(_WAYS_CAP, groups[-1].alternatives + 1)
         elif c in "*+?{" and last and (repeat := _repeat(pattern, i)) is not None:
-            end, repeated, unbounded = repeat
+            end, repeated, unbounded, low, high = repeat
             if last == "repeat":
                 raise ValueError(f"a quantifier on a quantifier at character {i + 1} (the "
                                  "server nests the repeats, which backtrack exponentially)")
@@ -94,10 +120,35 @@ def degree(pattern: str) -> int:
                                  "(nested quantifiers backtrack exponentially)")
             groups[-1].risky |= repeated
             count += unbounded
+            once = closed if last in ("group", "risky group") else 1
+            groups[-1].ways = min(_WAYS_CAP, groups[-1].ways * _choices(low, high, once, i))
             last, i = "repeat", end + (pattern[end:end + 1] in ("?", "+"))
         else:
             last, i = "atom", i + 1
-    return count - bool(_HEAD.match(pattern) and "|" not in pattern)
+    ways = min(_WAYS_CAP, groups[0].ways * groups[0].alternatives)
+    return count - bool(_HEAD.match(pattern) and "|" not in pattern), ways
+
+
+#: Where the count of a pattern's ways stops: past it a call is refused whatever its subject
+#: (a subject has a character at least), so no product is carried further (a hostile pattern
+#: of many choices costs the reading a multiplication a character, of numbers this small).
+_WAYS_CAP: int = MAX_LITERAL_CHARS ** (MAX_DEGREE + 1) + 1
+
+
+def _choices(low: int, high: int | None, inner: int, at: int) -> int:
+    """The ways a quantifier of ``{low,high}`` (``high`` None: unbounded) adds to what it
+    repeats, whose own ways are ``inner`` (a group's, already counted once): one of
+    ``high - low + 1`` counts (2 for ``?``), and the group's ways again at each further
+    repeat. Unbounded repeats are counted as repeated parts instead; an unbounded repeat of
+    a group holding a choice is refused (``'(?:a?a)*'`` is ``(a|aa)*``: exponential). A
+    possessive or lazy quantifier is counted as greedy: that errs high."""
+    if high is None or high > 16:
+        if inner > 1:
+            raise ValueError(f"a group holding a bounded choice repeated without bound at "
+                             f"character {at + 1} (its choices backtrack exponentially)")
+        return 1
+    again: int = inner ** max(0, high - 1)
+    return min(_WAYS_CAP, max(1, high - low + 1) * again)
 
 
 #: A pattern whose first atom is a greedy ``.*`` (after ``^`` anchors and flags only), the
@@ -153,23 +204,24 @@ def _escape(pattern: str, i: int) -> None:
 _ONE_ATOM = frozenset("dDwWsShHbBAzZntrfv")
 
 
-def _repeat(pattern: str, i: int) -> tuple[int, bool, bool] | None:
+def _repeat(pattern: str, i: int) -> tuple[int, bool, bool, int, int | None] | None:
     """The quantifier at ``pattern[i]``: where it ends, whether it repeats (more than once),
-    whether it counts as unbounded (no upper bound, or one past 16); None for a ``{`` that is
+    whether it counts as unbounded (no upper bound, or one past 16), its lower and upper
+    bound (None: none); None for a ``{`` that is
     no quantifier (a literal brace). ``{,n}`` is literal text to oniguruma's Perl syntax
     (``matchRegEx('aaa', 'a{,2}')`` finds nothing) and an error to Java's: read as text, so
     a ``+`` after it repeats its ``}`` as on the server (the twenty-ninth re-probe's L4)."""
     c = pattern[i]
     if c in "*+":
-        return i + 1, True, True
+        return i + 1, True, True, int(c == "+"), None
     if c == "?":
-        return i + 1, False, False
+        return i + 1, False, False, 0, 1
     count = _COUNT.match(pattern, i)
     if count is None or not count.group(1):
         return None
     low = int(count.group(1))
     high = int(count.group(3)) if count.group(3) else (None if count.group(2) else low)
-    return count.end(), high is None or high > 1, high is None or high > 16
+    return count.end(), high is None or high > 1, high is None or high > 16, low, high
 
 
 def check_regexes(code: Sequence[Token]) -> None:
@@ -201,7 +253,9 @@ def check_regexes(code: Sequence[Token]) -> None:
             raise QueryRefused(f"{name} at {where(tok)} is inside an iteration: a regular "
                                "expression is matched once a value, which the server does "
                                "without checking its timeout")
-        work += _length(code, scopes, matched, subject, name, tok) ** (_degree(code, pattern, name, tok) + 1)
+        parts, ways = _degree(code, pattern, name, tok)
+        work += _length(code, scopes, matched, subject, name, tok) ** (parts + 1) \
+            * max(1, _CHOICE_COST * ways // math.factorial(parts + 1))
         if work > MAX_REGEX_WORK:
             raise QueryRefused(f"{name} at {where(tok)}: the query's regular expressions may "
                                f"backtrack more than {MAX_REGEX_WORK:,} steps, which the "
@@ -223,16 +277,18 @@ def _iterates(code: Sequence[Token], scopes: list[tuple[int, ...]], bracket: int
         or (code[bracket].text == "[" and k < len(code) and code[k].text == "(")
 
 
-def _degree(code: Sequence[Token], span: tuple[int, int], name: str, tok: Token) -> int:
-    """The repeated parts of the pattern at ``code[span]``, which must be one string
-    literal that does not backtrack exponentially, of at most :data:`MAX_DEGREE`."""
+def _degree(code: Sequence[Token], span: tuple[int, int], name: str,
+            tok: Token) -> tuple[int, int]:
+    """The repeated parts and the ways (:func:`read`) of the pattern at ``code[span]``,
+    which must be one string literal that does not backtrack exponentially, of at most
+    :data:`MAX_DEGREE` parts."""
     start, end = span
     if end - start != 1 or end > len(code) or code[start].kind != "string":
         raise QueryRefused(f"{name} at {where(tok)} has a pattern that is not one string "
                            "literal: the guard cannot bound how long the server backtracks "
                            "on it")
     try:
-        parts = degree(_unescaped(code[start].text[1:-1]))
+        parts, ways = read(_unescaped(code[start].text[1:-1]))
     except ValueError as why:
         raise QueryRefused(f"{name} at {where(tok)}: its pattern holds {why}, which the "
                            "server matches without checking its timeout") from None
@@ -241,7 +297,7 @@ def _degree(code: Sequence[Token], span: tuple[int, int], name: str, tok: Token)
                            f"more than {MAX_DEGREE}: a failed match may try every way of "
                            "sharing the text among them, which the server does without "
                            "checking its timeout")
-    return parts
+    return parts, ways
 
 
 def _length(code: Sequence[Token], scopes: list[tuple[int, ...]], matched: frozenset[str],
