@@ -155,7 +155,9 @@ class Guard:
         in a star's ``REPLACE`` list, and a ``max``/``count(*)`` there is answered from the
         column's statistics with no scan in the plan: ``SELECT * REPLACE ((SELECT
         max(UnitPrice) FROM Track) AS Name) FROM Genre`` was served, the thirtieth
-        re-probe's H2), then the plan's scans."""
+        re-probe's H2), then the plan's scans. Beside the binder's account an unparsed text
+        names no alias (``SELECT count(*) AS track FROM Genre WHERE Name <> x'AB'`` was
+        refused with Track.Name protected: the thirty-first re-probe's M1)."""
         from .textjudge import tables_of
 
         bound: set[str] | None = None
@@ -165,7 +167,7 @@ class Guard:
                          for t in cast(Any, self._binder).tables_read(query)}
             except Exception:  # the source's own errors: the run names them
                 bound = None
-        named = tables_of(query, "duckdb")
+        named = tables_of(query, "duckdb", engine_read=bound is not None)
         hit = sorted(t for t in (bound or set()) | named if t in self.tables)
         if hit:
             return str(hit[0])

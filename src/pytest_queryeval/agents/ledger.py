@@ -404,9 +404,10 @@ def tables_read(source: DataSource, sql: str, sql_source: bool,
     datasource: DuckDB's binder leaves out a subquery in a star's ``REPLACE`` list, which
     runs (``SELECT * REPLACE ((SELECT string_agg(Name, '|') FROM Track) AS Name) FROM
     Genre`` was counted as no read of Track, the thirtieth re-probe's H1), so no engine's
-    account is taken as the whole. When the engine could not say (a text it cannot bind,
-    one holding a lone surrogate), the text's names alone. A datasource with neither cannot
-    say which tables a query read: :class:`CountUnknown`."""
+    account is taken as the whole; beside it, a text sqlglot cannot parse names no alias
+    (the thirty-first re-probe's M1). When the engine could not say (a text it cannot bind,
+    one holding a lone surrogate), the text's names alone, every word of an unparsed one. A
+    datasource with neither cannot say which tables a query read: :class:`CountUnknown`."""
     from ..errors import QueryEvalError
     from .language import unwrap
 
@@ -424,7 +425,8 @@ def tables_read(source: DataSource, sql: str, sql_source: bool,
                                f"{getattr(source, 'type', '?')!r}: it cannot say which tables "
                                "a query reads")
         return tables_of(sql, getattr(source, "dialect", None))
-    out = tables_of(sql, getattr(source, "dialect", None)) if sql_source else set()
+    out = tables_of(sql, getattr(source, "dialect", None), engine_read=True) if sql_source \
+        else set()
     for name in names:
         out.add(name.lower())
         out.add(name.lower().rsplit(".", 1)[-1])
