@@ -43,10 +43,10 @@ UNANCHORED = [".*?x.*x.*y", ".*x.*x.*y|z", ".*x.*x.*y|^z", ".+?x.*x.*y", ".{0,}?
               ".*+x.*x.*y", "..*x.*x.*y", ".+x.*x.*y", "(?i).*?x.*x.*y", ".*x(a|b).*x.*y"]
 #: Honest patterns and their repeated parts: the forms docs/cypher.md names, sent as before
 #: (regression guards: ``'.*?Matrix'`` and ``'(?i).*(love|life).*'`` count one more than before).
-HONEST = {".*x.*x.*y": 2, "^.*x.*x.*y": 2, "(?i).*x.*x.*y": 2, ".*foo.*": 1, ".*?Matrix": 1,
-          "(?i).*matrix.*": 1, "(?s).*a.*b": 1, "a{1,16}?b": 0, "a*+b": 1, "a++b": 1,
+HONEST = {".*x.*x.*y": 2, "^.*x.*x.*y": 2, "(?i).*x.*x.*y": 2, ".*foo.*": 0, ".*?Matrix": 1,
+          "(?i).*matrix.*": 0, "(?s).*a.*b": 1, "a{1,16}?b": 0, "a*+b": 1, "a++b": 1,
           "a+?b": 1, "a??b": 0, "a{2}?b": 0, "\\d{4}": 0, "(\\d{4})-(\\d{2})": 0,
-          "(?i)^(the|a) ": 0, "(?i).*(love|life).*": 2, "^[A-Z][a-z]+ [A-Z][a-z]+$": 2,
+          "(?i)^(the|a) ": 0, "(?i).*(love|life).*": 1, "^[A-Z][a-z]+ [A-Z][a-z]+$": 2,
           "(ab)?c": 0, "a*{": 1, "a{,}": 0, "a{,2}": 0}
 #: L4 (c29/p14.out): ``{,n}`` is literal text to the server, so a ``+`` after it repeats its
 #: ``}``, no possessive suffix.

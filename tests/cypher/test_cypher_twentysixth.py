@@ -57,7 +57,7 @@ REGEXES = {
                       "RETURN string.matchRegEx(t, 'x.*x.*y') AS s", "neither a string literal"),
     "two-costly-calls": (f"RETURN string.matchRegEx('{'x' * 900}', '\\\\w+x\\\\w+y') AS a, "
                          f"string.matchRegEx('{'x' * 900}', '\\\\w+x\\\\w+y') AS b",
-                         "may backtrack more than 1,000,000,000 steps"),
+                         "may backtrack more than"),
     "operator": (f"MATCH (n:Movie) WHERE '{RUNS}' =~ '(a+)+b' RETURN n.title AS t",
                  "a repeated group holds a repeated part"),
 }
@@ -123,7 +123,7 @@ def test_honest_regular_expressions_and_reduces_are_sent(query: str) -> None:
 
 
 @pytest.mark.parametrize(("pattern", "parts"), [
-    ("^The", 0), ("The.*", 1), (".*a.*b", 1), ("(?i).*x.*y", 1), ("x.*x.*y", 2),
+    ("^The", 0), ("The.*", 0), ("The.*x", 1), (".*a.*b", 1), ("(?i).*x.*y", 1), ("x.*x.*y", 2),
     ("[a-z]+@[a-z]+", 2), ("(ab)+c", 1), ("\\d{1,3}", 0), ("a{2,}", 1), ("(?:ab){2}", 0),
     ("[(+*]+x", 1), ("a{,}", 0)])
 def test_the_repeated_parts_of_a_pattern(pattern: str, parts: int) -> None:

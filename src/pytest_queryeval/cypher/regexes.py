@@ -9,9 +9,10 @@ a pattern the guard cannot read (not one string literal), one that backtracks ex
 backreference, a subroutine call, the extended-mode flag ``x``, an escape the engine may read
 past its next character), one of more than :data:`MAX_DEGREE` repeated parts, a subject that
 is neither a literal nor a property of a node or relationship a ``MATCH`` pattern binds (and
-nothing else binds under any spelling), a call inside an iteration, and calls whose work,
-:data:`.bounds.MAX_LITERAL_CHARS` (or the literal's length) to the power of their repeated
-parts and one, passes :data:`MAX_REGEX_WORK` together. A pattern is read as FalkorDB hands it
+nothing else binds under any spelling), a call inside an iteration, and calls whose work
+(the starts and ways their subject's length gives their pattern, times its choices and its
+atoms) passes :data:`MAX_REGEX_WORK` together. A long pattern needs no cap of its own: its
+atoms weigh. A pattern is read as FalkorDB hands it
 to its engine (:func:`_unescaped`), a literal weighed as FalkorDB keeps it.
 
 Why a module of its own: the bounds (:mod:`.bounds`) count values built and walked; this one
@@ -36,21 +37,24 @@ from .bounds import MAX_LITERAL_CHARS, REGEX_CALLS, Token, _arguments, _function
 #: ``.*`` is not counted where :data:`_HEAD` says: oniguruma tries it at line starts only
 #: (``'.*a.*b'``: 0.06 s).
 MAX_DEGREE = 2
-#: The most work the regular expressions of one query may cost together, each the subject's
-#: length (a literal's, else :data:`.bounds.MAX_LITERAL_CHARS`) to the power of its repeated
-#: parts and one: one pattern of two repeated parts against 1,000 characters.
-MAX_REGEX_WORK = MAX_LITERAL_CHARS ** (MAX_DEGREE + 1)
-#: What a way of a pattern's bounded choices (:func:`read`) weighs: a call weighs its
-#: subject's length to the power of its repeated parts and one, times its ways times this
-#: over the factorial of its parts and one (the ways of sharing a subject among ``d``
-#: repeated parts at every start are about ``length ** (d + 1) / (d + 1)!``), never less
-#: than without choices. Measured (the thirtieth re-probe, 976 characters): a way costs
-#: the server what a way of sharing costs (``'a?' * 20 + '[^a!]'``, 2 ** 20 ways a start:
-#: 5.8 s; ``'(?:a|\\w)' * 20 + ...``: 9.3 s; ``'x.*x.*y'``: 0.75 s for a sixth of 1,000
-#: cubed), so a call of 2 ** 18 ways at 976 characters (about 1.5 to 2.3 s) is the most a
-#: query may hold, and ``'(?i).*(love|life).*'`` on a property (two parts, 2 ways) weighs
-#: what it weighed before.
-_CHOICE_COST = 2
+#: The most work the regular expressions of one query may cost together, each the starts
+#: and ways of sharing its subject's length (a literal's, else
+#: :data:`.bounds.MAX_LITERAL_CHARS`) among its repeated parts, times its ways
+#: (:data:`_CHOICE_COST`) and its atoms (:func:`weigh`): a failed match tests the atoms
+#: after the first choice again on each way, a class about 6 ns a test (``'a?' * 16 +
+#: '\\w{16}' * 25 + '[^a]'`` against 976 ``a``\ s, 2.7e10 tests: 168 s; the thirty-first
+#: re-probe's H1). Measured at the bound against 976 characters (server CPU a call):
+#: ``'a?' * 8 + '\\w{16}' * 25 + '[^a]'`` 0.75 s, ``'a?' * 13 + '[^a!]'`` 0.05 s, two
+#: repeated parts and a class after them (``'[a!]*[a!]*\\w[^a]'``) 1.7 s, the slowest.
+MAX_REGEX_WORK = MAX_LITERAL_CHARS**3 // 2
+#: What a way of a pattern's bounded choices (:func:`read`) weighs, against a way of
+#: sharing the subject among repeated parts (the ways of sharing a subject among ``d``
+#: repeated parts at every start are about ``length ** (d + 1) / (d + 1)!``). Measured (the
+#: thirtieth re-probe, 976 characters): a way of choices costs about what a way of sharing
+#: costs (``'a?' * 20 + '[^a!]'``: 5.8 s; ``'x.*x.*y'``: 0.75 s for a sixth of 1,000
+#: cubed); four, not two, since the thirty-first re-probe's L1 (``'(?:a|\\w)' * 15 +
+#: '\\w{0,14}' + '[^a!]'``, 491,520 ways: 4.1 s, passed at two).
+_CHOICE_COST = 4
 #: A group opening whose prefix the reading below knows: non-capturing, lookaround, atomic,
 #: named, flags scoped to the group. Another ``(?`` (a conditional, a subroutine, an absent
 #: operator) is refused, and so is the ``x`` flag anywhere: in extended mode oniguruma skips
@@ -67,6 +71,8 @@ class _Group:
     risky: bool = False  # holds a repeated part or an alternation
     ways: int = 1  # the product of the bounded choices read in it so far
     alternatives: int = 1
+    atoms: int = 0  # the character positions one attempt may test in its alternative so far
+    widest: int = 0  # the most atoms of its alternatives read before the last
 
 
 def degree(pattern: str) -> int:
@@ -78,37 +84,44 @@ def degree(pattern: str) -> int:
 
 def read(pattern: str) -> tuple[int, int]:
     """The repeated parts of ``pattern`` (:func:`degree`) and the ways its bounded choices
-    give one start position (:func:`_choices`; capped at :data:`_WAYS_CAP`): oniguruma tries
-    the product of them at every start when the match fails, and cannot cut a pattern short
-    that ends in a class it does not map (``'a?' * 20 + '[^a!]'`` against 976 characters:
-    5.8 s of server CPU a call, at no repeated part: the thirtieth re-probe's H1)."""
-    groups, last, count, i, closed = [_Group()], "", 0, 0, 1
+    give one start position (:func:`weigh`)."""
+    parts, ways, _ = weigh(pattern)
+    return parts, ways
+
+
+def weigh(pattern: str) -> tuple[int, int, int]:
+    """The repeated parts of ``pattern`` (:func:`degree`; a greedy ``.*`` ending it outside
+    groups not counted: a match reaching it has succeeded), the ways its bounded choices
+    give one start (:func:`_choices`, capped at :data:`_WAYS_CAP`), and its atoms from its
+    first choice or part on, tested again on every way (:data:`MAX_REGEX_WORK`)."""
+    groups, last, count, i, closed, size, tail = [_Group()], "", 0, 0, 1, 1, False
+    head = bool(_HEAD.match(pattern) and "|" not in pattern)
+    before = 0 if "|" in pattern else None  # the atoms read before the first choice or part
     while i < len(pattern):
         c = pattern[i]
-        if c == "\\":
-            _escape(pattern, i)
-            last, i = "atom", i + 2
-        elif c == "[":
-            last, i = "atom", _class_end(pattern, i)
+        if c in "\\[":
+            last, size = "atom", 1
+            i = _escape(pattern, i) if c == "\\" else _class_end(pattern, i)
+            groups[-1].atoms += 1
         elif c == "(" and (flags := _FLAGS.match(pattern, i)):
             i = flags.end()
         elif c == "(":
-            prefix = _GROUP_PREFIX.match(pattern, i)
-            if _EXTENDED.match(pattern, i):
-                raise ValueError(f"the extended-mode flag x at character {i + 1} (its spaces "
-                                 "and comments are not read as the server reads them)")
-            if pattern.startswith("(?", i) and prefix is None:
-                raise ValueError(f"the group at character {i + 1} is not one the guard reads")
             groups.append(_Group())
-            last, i = "", prefix.end() if prefix else i + 1
+            last, i = "", _group_start(pattern, i)
         elif c == ")" and len(groups) > 1:
             inner = groups.pop()
             groups[-1].risky |= inner.risky
             closed = min(_WAYS_CAP, inner.ways * inner.alternatives)
+            if before is None and closed > 1:
+                before = groups[0].atoms
             groups[-1].ways = min(_WAYS_CAP, groups[-1].ways * closed)
+            size = max(inner.widest, inner.atoms)
+            groups[-1].atoms = min(_WAYS_CAP, groups[-1].atoms + size)
             last, i = ("risky group" if inner.risky else "group"), i + 1
         elif c == "|":
             groups[-1].risky, last, i = True, "", i + 1
+            groups[-1].widest = max(groups[-1].widest, groups[-1].atoms)
+            groups[-1].atoms = 0 if len(groups) > 1 else groups[-1].atoms
             groups[-1].alternatives = min(_WAYS_CAP, groups[-1].alternatives + 1)
         elif c in "*+?{" and last and (repeat := _repeat(pattern, i)) is not None:
             end, repeated, unbounded, low, high = repeat
@@ -121,18 +134,38 @@ def read(pattern: str) -> tuple[int, int]:
             groups[-1].risky |= repeated
             count += unbounded
             once = closed if last in ("group", "risky group") else 1
-            groups[-1].ways = min(_WAYS_CAP, groups[-1].ways * _choices(low, high, once, i))
+            ways = _choices(low, high, once, i)
+            if before is None and (ways > 1 or (unbounded and count > head)):
+                before = groups[0].atoms
+            groups[-1].ways = min(_WAYS_CAP, groups[-1].ways * ways)
+            times = high if high is not None and high <= 16 else max(1, low)
+            groups[-1].atoms = min(_WAYS_CAP, groups[-1].atoms + size * (times - 1))
+            tail = c == "*" and last == "dot" and len(groups) == 1
             last, i = "repeat", end + (pattern[end:end + 1] in ("?", "+"))
         else:
-            last, i = "atom", i + 1
+            last, i, size = ("dot" if c == "." else "atom"), i + 1, 1
+            groups[-1].atoms += 1
     ways = min(_WAYS_CAP, groups[0].ways * groups[0].alternatives)
-    return count - bool(_HEAD.match(pattern) and "|" not in pattern), ways
+    atoms = groups[0].atoms - (groups[0].atoms if before is None else before)  # errs high
+    return max(0, count - head - (last == "repeat" and tail)), ways, max(1, atoms)
+
+
+def _group_start(pattern: str, i: int) -> int:
+    """Where the contents of the group opened at ``pattern[i]`` start; ValueError for a
+    group the reading does not know (:data:`_GROUP_PREFIX`) and for the ``x`` flag."""
+    prefix = _GROUP_PREFIX.match(pattern, i)
+    if _EXTENDED.match(pattern, i):
+        raise ValueError(f"the extended-mode flag x at character {i + 1} (its spaces "
+                         "and comments are not read as the server reads them)")
+    if pattern.startswith("(?", i) and prefix is None:
+        raise ValueError(f"the group at character {i + 1} is not one the guard reads")
+    return prefix.end() if prefix else i + 1
 
 
 #: Where the count of a pattern's ways stops: past it a call is refused whatever its subject
 #: (a subject has a character at least), so no product is carried further (a hostile pattern
 #: of many choices costs the reading a multiplication a character, of numbers this small).
-_WAYS_CAP: int = MAX_LITERAL_CHARS ** (MAX_DEGREE + 1) + 1
+_WAYS_CAP: int = MAX_REGEX_WORK * math.factorial(MAX_DEGREE + 1) + 1
 
 
 def _choices(low: int, high: int | None, inner: int, at: int) -> int:
@@ -180,9 +213,9 @@ def _class_end(pattern: str, i: int) -> int:
     return k
 
 
-def _escape(pattern: str, i: int) -> None:
-    """Check the escape at ``pattern[i]`` is one character to the engine, as the reading
-    takes it: ValueError for a backreference or subroutine call, and for any escape not of
+def _escape(pattern: str, i: int) -> int:
+    """Where the escape at ``pattern[i]`` ends, checked to be one character to the engine,
+    as the reading takes it: ValueError for a backreference or subroutine call, and for any escape not of
     :data:`_ONE_ATOM`. Oniguruma (FalkorDB's syntax is Perl-like) reads more than two
     characters at some: ``\\c)`` is one control character that takes the ``)``,
     ``\\Q)\\E`` a literal ``)``, so ``'(\\c)?a+)+b'`` is the nested quantifier
@@ -193,7 +226,7 @@ def _escape(pattern: str, i: int) -> None:
     if c and c in "123456789kg":
         raise ValueError("a backreference or a subroutine call (exponential to match)")
     if not c or c in _ONE_ATOM or (c.isascii() and not c.isalnum()):
-        return
+        return i + 2
     raise ValueError(f"the escape \\{c} at character {i + 1}, not one the guard reads (the "
                      "server's engine may read it past its next character)")
 
@@ -253,9 +286,9 @@ def check_regexes(code: Sequence[Token]) -> None:
             raise QueryRefused(f"{name} at {where(tok)} is inside an iteration: a regular "
                                "expression is matched once a value, which the server does "
                                "without checking its timeout")
-        parts, ways = _degree(code, pattern, name, tok)
-        work += _length(code, scopes, matched, subject, name, tok) ** (parts + 1) \
-            * max(1, _CHOICE_COST * ways // math.factorial(parts + 1))
+        parts, ways, atoms, starts = _degree(code, pattern, name, tok)
+        work += _length(code, scopes, matched, subject, name, tok) ** (parts + starts) \
+            * (_CHOICE_COST * ways if ways > 1 else 1) * atoms // math.factorial(parts + starts)
         if work > MAX_REGEX_WORK:
             raise QueryRefused(f"{name} at {where(tok)}: the query's regular expressions may "
                                f"backtrack more than {MAX_REGEX_WORK:,} steps, which the "
@@ -278,17 +311,19 @@ def _iterates(code: Sequence[Token], scopes: list[tuple[int, ...]], bracket: int
 
 
 def _degree(code: Sequence[Token], span: tuple[int, int], name: str,
-            tok: Token) -> tuple[int, int]:
-    """The repeated parts and the ways (:func:`read`) of the pattern at ``code[span]``,
+            tok: Token) -> tuple[int, int, int, int]:
+    """The repeated parts, ways and atoms (:func:`weigh`) of the pattern at ``code[span]``,
     which must be one string literal that does not backtrack exponentially, of at most
-    :data:`MAX_DEGREE` parts."""
+    :data:`MAX_DEGREE` parts, and the powers of the subject's length its starts weigh
+    (:func:`_starts`)."""
     start, end = span
     if end - start != 1 or end > len(code) or code[start].kind != "string":
         raise QueryRefused(f"{name} at {where(tok)} has a pattern that is not one string "
                            "literal: the guard cannot bound how long the server backtracks "
                            "on it")
     try:
-        parts, ways = read(_unescaped(code[start].text[1:-1]))
+        text = _unescaped(code[start].text[1:-1])
+        parts, ways, atoms = weigh(text)
     except ValueError as why:
         raise QueryRefused(f"{name} at {where(tok)}: its pattern holds {why}, which the "
                            "server matches without checking its timeout") from None
@@ -297,7 +332,20 @@ def _degree(code: Sequence[Token], span: tuple[int, int], name: str,
                            f"more than {MAX_DEGREE}: a failed match may try every way of "
                            "sharing the text among them, which the server does without "
                            "checking its timeout")
-    return parts, ways
+    return parts, ways, atoms, _starts(text, parts)
+
+
+def _starts(pattern: str, parts: int) -> int:
+    """1, the subject's length to one more power, for a pattern tried at every start; 0 for
+    one of repeated parts opening with ``^`` (after flags; no ``|`` anywhere): tried at line
+    starts only, where the ways of sharing each line among its parts add up to no more than
+    the length to the power of the parts (``'^[A-Z][a-z]+ [A-Z][a-z]+$'``). A pattern whose
+    head ``.*`` is anchored (:data:`_HEAD`) has it counted as no part instead."""
+    return 0 if parts and "|" not in pattern and _CARET.match(pattern) \
+        and not _HEAD.match(pattern) else 1
+
+
+_CARET = re.compile(r"(?:\(\?[ims-]+\))*\^")
 
 
 def _length(code: Sequence[Token], scopes: list[tuple[int, ...]], matched: frozenset[str],
