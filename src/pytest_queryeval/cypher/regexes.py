@@ -147,6 +147,7 @@ def weigh(pattern: str) -> tuple[int, int, int]:
             groups[-1].atoms += 1
     ways = min(_WAYS_CAP, groups[0].ways * groups[0].alternatives)
     atoms = groups[0].atoms - (groups[0].atoms if before is None else before)  # errs high
+    atoms -= pattern.endswith("$") and not pattern.endswith("\\$")  # tested at most as often
     return max(0, count - head - (last == "repeat" and tail)), ways, max(1, atoms)
 
 
@@ -286,9 +287,9 @@ def check_regexes(code: Sequence[Token]) -> None:
             raise QueryRefused(f"{name} at {where(tok)} is inside an iteration: a regular "
                                "expression is matched once a value, which the server does "
                                "without checking its timeout")
-        parts, ways, atoms, starts = _degree(code, pattern, name, tok)
-        work += _length(code, scopes, matched, subject, name, tok) ** (parts + starts) \
-            * (_CHOICE_COST * ways if ways > 1 else 1) * atoms // math.factorial(parts + starts)
+        parts, ways, atoms = _degree(code, pattern, name, tok)
+        work += _length(code, scopes, matched, subject, name, tok) ** (parts + 1) \
+            * (_CHOICE_COST * ways if ways > 1 else 1) * atoms // math.factorial(parts + 1)
         if work > MAX_REGEX_WORK:
             raise QueryRefused(f"{name} at {where(tok)}: the query's regular expressions may "
                                f"backtrack more than {MAX_REGEX_WORK:,} steps, which the "
@@ -311,11 +312,10 @@ def _iterates(code: Sequence[Token], scopes: list[tuple[int, ...]], bracket: int
 
 
 def _degree(code: Sequence[Token], span: tuple[int, int], name: str,
-            tok: Token) -> tuple[int, int, int, int]:
+            tok: Token) -> tuple[int, int, int]:
     """The repeated parts, ways and atoms (:func:`weigh`) of the pattern at ``code[span]``,
     which must be one string literal that does not backtrack exponentially, of at most
-    :data:`MAX_DEGREE` parts, and the powers of the subject's length its starts weigh
-    (:func:`_starts`)."""
+    :data:`MAX_DEGREE` parts."""
     start, end = span
     if end - start != 1 or end > len(code) or code[start].kind != "string":
         raise QueryRefused(f"{name} at {where(tok)} has a pattern that is not one string "
@@ -332,20 +332,7 @@ def _degree(code: Sequence[Token], span: tuple[int, int], name: str,
                            f"more than {MAX_DEGREE}: a failed match may try every way of "
                            "sharing the text among them, which the server does without "
                            "checking its timeout")
-    return parts, ways, atoms, _starts(text, parts)
-
-
-def _starts(pattern: str, parts: int) -> int:
-    """1, the subject's length to one more power, for a pattern tried at every start; 0 for
-    one of repeated parts opening with ``^`` (after flags; no ``|`` anywhere): tried at line
-    starts only, where the ways of sharing each line among its parts add up to no more than
-    the length to the power of the parts (``'^[A-Z][a-z]+ [A-Z][a-z]+$'``). A pattern whose
-    head ``.*`` is anchored (:data:`_HEAD`) has it counted as no part instead."""
-    return 0 if parts and "|" not in pattern and _CARET.match(pattern) \
-        and not _HEAD.match(pattern) else 1
-
-
-_CARET = re.compile(r"(?:\(\?[ims-]+\))*\^")
+    return parts, ways, atoms
 
 
 def _length(code: Sequence[Token], scopes: list[tuple[int, ...]], matched: frozenset[str],
