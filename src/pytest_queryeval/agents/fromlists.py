@@ -42,9 +42,11 @@ def words(words: Iterable[str]) -> str:
 #: first is taken as read (as :data:`~.textcalls.MAX_READ`).
 _MAX_NAMES = 1000
 
-#: The words after which a statement names the tables it reads.
+#: The words after which a statement names the tables it reads; DuckDB's ``SHOW`` only where
+#: it opens a subquery (``FROM (SHOW Track)`` reads Track's schema: the thirty-second
+#: re-probe's F1), as prose says "show" alone.
 _HEAD = re.compile(words(["from", "join", "table", "describe", "desc", "summarize", "pivot",
-                          "unpivot"]) + r"(?![\w$])")
+                          "unpivot"]) + r"(?![\w$])|\(\s*+show(?![\w$])")
 #: The heads that end a walk that reads them (the clause goes on in their own walk).
 _HANDOFF = frozenset({"from", "join"})
 #: A token: a string literal or quoted name (unclosed: to the end; DuckDB's and PostgreSQL's

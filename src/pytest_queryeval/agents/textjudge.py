@@ -170,9 +170,10 @@ def _unaliased_words(sql: str, dialect: str | None) -> set[str] | None:
             import duckdb
 
             found = duckdb.tokenize(sql)
-            at = [int(o) for o, _ in found] + [len(sql)]
+            raw = sql.encode()  # its offsets count UTF-8 bytes (the 32nd re-probe's H3, M1)
+            at = [int(o) for o, _ in found] + [len(raw)]
             for (_, kind), a, b in zip(found, at, at[1:], strict=False):
-                text = sql[a:b].strip()
+                text = raw[a:b].decode(errors="replace").strip()
                 quoted = len(text) > 1 and text[0] == text[-1] == '"'
                 tokens.append((str(kind).endswith("keyword") and text.lower() == "as",
                                text[1:-1].replace('""', '"') if quoted else text, quoted))
