@@ -177,17 +177,8 @@ def test_the_engines_read_the_shadowed_table(tmp_path: Path, shared_data: Path) 
             assert "track" in tables_read(source, sql, True, 30.0), form
     finally:
         source.close()
-    lite = sqlite3.connect(_chinook(tmp_path / "c.sqlite", shared_data))
-    read: set[str] = set()
-
-    def authorize(action: int, table: str | None, *_: object) -> int:
-        if action == sqlite3.SQLITE_READ and table:
-            read.add(table)
-        return sqlite3.SQLITE_OK
-
-    lite.set_authorizer(authorize)
-    assert len(lite.execute(LITE["shadow"]).fetchall()) == 8
-    lite.close()
+    rows, read = sqlite_reads(_chinook(tmp_path / "c.sqlite", shared_data), LITE["shadow"])
+    assert rows == 8
     assert read == {"Employee"}
 
 
@@ -409,3 +400,21 @@ def test_a_read_behind_a_shadow_counts_through_sqlalchemy_on_sqlite(
     )
     _counted(report, hostile)
     probe.assert_honest(report, honest)
+
+
+def sqlite_reads(path: Path, sql: str) -> tuple[int, set[str]]:
+    """The rows SQLite returns for ``sql`` on ``path`` and the tables its authorizer saw it
+    read while it ran: what the engine read, beside what the plugin counted."""
+    lite = sqlite3.connect(path)
+    read: set[str] = set()
+
+    def authorize(action: int, table: str | None, *_: object) -> int:
+        if action == sqlite3.SQLITE_READ and table:
+            read.add(table)
+        return sqlite3.SQLITE_OK
+
+    lite.set_authorizer(authorize)
+    try:
+        return len(lite.execute(sql).fetchall()), read
+    finally:
+        lite.close()

@@ -13,7 +13,6 @@ character the text's words were cut (Track lost) or an honest alias came back as
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,7 @@ from tests.agents.test_counts_thirtyfirst_probe import (
     _suite,
     _tracks,
     _unrun,
+    sqlite_reads,
 )
 
 KELVIN = "WITH TRAC\u212a AS (SELECT 1 AS a) "
@@ -118,17 +118,9 @@ def test_the_engines_read_what_the_text_now_counts(tmp_path: Path, shared_data: 
         assert not con.get_table_names(SHOW["show-sub"])
     finally:
         con.close()
-    lite = sqlite3.connect(_chinook(tmp_path / "c.sqlite", shared_data))
-    read: set[str] = set()
-
-    def authorize(action: int, table: str | None, *_: object) -> int:
-        if action == sqlite3.SQLITE_READ and table:
-            read.add(table)
-        return sqlite3.SQLITE_OK
-
-    lite.set_authorizer(authorize)
-    assert len(lite.execute(LITE_KELVIN["kelvin"]).fetchall()) == 3503
-    lite.close()
+    rows, read = sqlite_reads(_chinook(tmp_path / "c.sqlite", shared_data),
+                              LITE_KELVIN["kelvin"])
+    assert rows == 3503
     assert read == {"Track"}
 
 
