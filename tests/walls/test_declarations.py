@@ -160,3 +160,45 @@ def test_a_type_registered_through_the_hook_is_in_the_corpus(
     assert isinstance(entry, SourceType) and entry.walls == Walls()
     assert "csvdir" not in LIVE and "csvdir" not in NOT_LIVE
     assert _wall_marks("csvdir", entry.walls, "files") == []
+
+
+def test_rehearse_false_gives_up_the_time_limit_of_a_bolt_datasource(
+        request: pytest.FixtureRequest) -> None:
+    """Without the rehearsal a prediction runs on the FalkorDB server itself, which checks its
+    timeout between rows only: the time limit inside one expression is the cost bounds'
+    estimate (the thirty-third re-probe found two forms it missed, issue 58), so the
+    datasource declares it, and a suite is warned at the ``rehearse`` key. The default, and
+    ``rehearse: true``, hold it; ``0`` is not ``false``."""
+    walls = registered(request.config)["bolt"].walls
+    assert walls.holds("time_limit")
+    unrehearsed = walls.of_spec({"rehearse": False})
+    assert not unrehearsed.holds("time_limit")
+    assert unrehearsed.unmet()["time_limit"].startswith("with rehearse: false a prediction runs")
+    assert walls.of_spec({"rehearse": True}).holds("time_limit")
+    assert walls.of_spec({"rehearse": 0}).holds("time_limit")
+    assert {k for k, _ in unrehearsed.items()} == set(MEANINGS)
+    assert walls.gave_up({"rehearse": False})["time_limit"][1] == "rehearse"
+
+
+def test_a_wall_given_up_by_a_key_names_a_wall() -> None:
+    with pytest.raises(ValueError, match="no wall 'speed'"):
+        Walls(given_up=(("fast", True, {"speed": "cannot: no"}),))
+    with pytest.raises(ValueError, match="wall time_limit: True or 'cannot: ' and the reason"):
+        Walls(given_up=(("fast", True, {"time_limit": "no"}),))
+
+
+def test_a_suite_without_the_rehearsal_is_warned_at_its_key(pytester: pytest.Pytester) -> None:
+    """The warning names ``rehearse`` and its line; the server is not reached (a closed
+    loopback port): the warning comes before any query."""
+    write_suite(pytester.path, {"datasources": {
+        "films": {"type": "bolt", "url": "bolt://127.0.0.1:9", "timeout": 2,
+                  "rehearse": False}}}, {
+        "test_films.yaml": {"kind": "cypher", "datasource": "films", "cases": [
+            {"id": "people", "gold": "MATCH (p:Person) RETURN count(p)",
+             "predicted": "MATCH (p:Person) RETURN count(p)"}]}})
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    out = result.stdout.str()
+    config = (pytester.path / "queryeval.yaml").read_text(encoding="utf-8").splitlines()
+    line = next(n for n, text in enumerate(config, 1) if "rehearse" in text)
+    said = f"queryeval.yaml:{line}: QueryEvalWarning: datasources.films.rehearse: "
+    assert said in out and "the wall time_limit" in out, out

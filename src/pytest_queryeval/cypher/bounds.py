@@ -75,6 +75,7 @@ def check_evaluation(code: Sequence[Token]) -> None:
     weigh = _Weights(code, scopes, walked, growth)
     _check_reduce(code, scopes, walked, weigh, sources)
     _check_steps(code, scopes, weigh)
+    _check_bodies(code, scopes, walked)
 
 
 #: The most values a ``range()`` may build in a query sent to a server: FalkorDB builds the
@@ -641,6 +642,49 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
         _check_per_row(code, i, what, work, rows, i in ranges or (
             code[i].text == "[" and not _pattern_comprehension(code, i)))
     return walked, peak, sources
+
+
+#: The most evaluations of a token the iterated expressions of a query may come to
+#: (:func:`_check_bodies`): about 2 s of a FalkorDB server's CPU at the 100 ns measured. Twice
+#: :data:`MAX_RANGE_WORK`, so that an honest pairing of a graph's collected nodes (``[a IN ps
+#: | [b IN ps WHERE b.born = a.born | b.name]]``, an unsized list counted as
+#: :data:`UNSIZED_LIST` values) runs.
+MAX_BODY_WORK = 2 * MAX_RANGE_WORK
+
+
+def _check_bodies(code: Sequence[Token], scopes: list[tuple[int, ...]],
+                  walked: dict[int, int]) -> None:
+    """Refuse a query whose iterated expressions, each token weighed once an evaluation,
+    pass :data:`MAX_BODY_WORK` together. :func:`_check_work` counts the values a list holds,
+    not what is done with each: ``[x IN range(1, 1000000) | {a: x, b: x, ...}]`` (24 keys)
+    and ``[x IN range(1, 1000000) | toString(x) + toString(x) + ...]`` (ten calls) built one
+    value an iteration, within :data:`MAX_RANGE`, and kept a FalkorDB server busy about 8 s
+    and 5 s a call past the client's timeout, so that later golds timed out (the
+    thirty-third re-probe's H1 and H2, issue 58). Every token of a bracket's body (its
+    ``WHERE`` and what follows ``|``, a quantifier's predicate) is evaluated once a value of
+    the lists iterated around it, so the tokens times those iterations bound the work
+    (:data:`MAX_BODY_WORK`) whatever the body calls; the list an
+    ``IN`` iterates, and the name before it, are evaluated once a bracket."""
+    once: set[tuple[int, int]] = set()  # (bracket, token): a span at most 12 brackets deep
+    for i, tok in enumerate(code):
+        if tok.kind == "word" and tok.text.upper() == "IN" and scopes[i] \
+                and walked.get(scopes[i][-1], 1) > 1:
+            once.update((scopes[i][-1], k) for k in range(i - 1, _iterated_end(code, scopes, i)))
+    total = 0
+    for k in range(len(code)):
+        times = 1
+        for bracket in scopes[k]:
+            if walked.get(bracket, 1) > 1 and (bracket, k) not in once:
+                times *= walked[bracket]
+        if times == 1:
+            continue
+        total += times
+        if total > MAX_BODY_WORK:
+            raise QueryRefused(f"the expression at {where(code[k])} is evaluated "
+                               f"{_count(times)} times by the iterations around it, and the "
+                               f"query's iterated expressions come to more than "
+                               f"{MAX_BODY_WORK:,} evaluations of a token: the server "
+                               "evaluates an expression without checking its timeout")
 
 
 #: How many times the calls that grow a string or list (``replace()`` with a longer

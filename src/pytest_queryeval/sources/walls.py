@@ -13,8 +13,8 @@ docs/architecture.md ("The walls") states them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields, replace
-from typing import Literal, NamedTuple
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Literal, NamedTuple
 
 #: ``True`` (the wall holds) or why it does not (a text starting with :data:`CANNOT`).
 Wall = Literal[True] | str
@@ -55,16 +55,24 @@ class Walls:
     file_access: Wall = True
     time_limit: Wall = True
     memory_bound: Wall = True
+    #: What a datasource key's value gives up on this type, ``(key, value, {wall: "cannot:
+    #: ..."})``: ``rehearse: false`` on a Bolt server gives up the time limit a FalkorDB
+    #: server cannot keep inside one expression (its family page says so).
+    given_up: tuple[tuple[str, object, Mapping[str, str]], ...] = field(default=(),
+                                                                       compare=False)
 
     def __post_init__(self) -> None:
-        for name, value in self.items():
+        for name, value in [*self.items(), *((n, v) for _, _, walls in self.given_up
+                                             for n, v in walls.items())]:
+            if name not in MEANINGS:
+                raise ValueError(f"no wall {name!r}: one of {', '.join(MEANINGS)}")
             if value is not True and not (isinstance(value, str) and value.startswith(CANNOT)
                                           and value[len(CANNOT):].strip()):
                 raise ValueError(f"wall {name}: True or {CANNOT!r} and the reason, "
                                  f"not {value!r}")
 
     def items(self) -> list[tuple[str, Wall]]:
-        return [(f.name, getattr(self, f.name)) for f in fields(self)]
+        return [(f.name, getattr(self, f.name)) for f in fields(self) if f.name in MEANINGS]
 
     def unmet(self) -> dict[str, str]:
         """The walls it cannot hold, with why (the text after ``cannot:``)."""
@@ -76,10 +84,20 @@ class Walls:
 
     def of_spec(self, spec: Mapping[str, object]) -> Walls:
         """The walls of one datasource: ``isolation: thread`` gives up the process and its
-        memory cap."""
-        if spec.get("isolation") != "thread":
-            return self
-        return replace(self, process=THREAD, memory_bound=THREAD)
+        memory cap, and a key of :attr:`given_up` what it names."""
+        changes: dict[str, Any] = {wall: why for wall, (why, _) in self.gave_up(spec).items()}
+        return replace(self, **changes)
+
+    def gave_up(self, spec: Mapping[str, object]) -> dict[str, tuple[str, str]]:
+        """Each wall a key of ``spec`` gives up, with why and the key (a value compared with
+        its type too: ``rehearse: 0`` is not ``false``)."""
+        out: dict[str, tuple[str, str]] = {}
+        if spec.get("isolation") == "thread":
+            out.update(process=(THREAD, "isolation"), memory_bound=(THREAD, "isolation"))
+        for key, value, walls in self.given_up:
+            if key in spec and type(spec[key]) is type(value) and spec[key] == value:
+                out.update({wall: (why, key) for wall, why in walls.items()})
+        return out
 
 
 class OpenWall(NamedTuple):
@@ -107,8 +125,9 @@ def open_walls(datasources: Iterable[tuple[str, Mapping[str, object]]]) -> list[
         if walls is None or name in seen:
             continue
         seen.add(name)
+        keys = {wall: key for wall, (_, key) in walls.gave_up(spec).items()}
         for wall, why in walls.of_spec(spec).unmet().items():
-            key = "isolation" if why == THREAD[len(CANNOT):] else "type"
+            key = keys.get(wall, "type")
             at = defined_at(name, spec, key)
             out.append(OpenWall(
                 f"datasources.{name}.{key}: a {type_name} datasource does not hold the wall "
