@@ -13,8 +13,9 @@ replay of its trajectory read the planted copy through the engine's own barriers
   its name); another tenant's rows are not in the agent's copy at all (:func:`tenant_copy`:
   SQLite has no row-level security, and a view is bypassed by naming the table).
 - DuckDB: DuckDB has no authorizer and no grants. A query is planned first; a protected table
-  its binder reads, or a protected column its plan's scans project or filter on, refuses it;
-  the tenant's copy holds no other tenant's rows, as for SQLite.
+  its plans scan or its binder reads (the account the ledger counts: a view or a macro in a
+  ``REPLACE`` list is in the plans only), or a protected column its plan's scans project or
+  filter on, refuses it; the tenant's copy holds no other tenant's rows, as for SQLite.
 
 A refused read raises :class:`~.ledger.ProtectedRead` (the ledger counts it in
 ``refused_attempts``; the agent reads the refusal as a tool error). Rows withheld by a tenant
