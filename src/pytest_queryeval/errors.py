@@ -108,6 +108,19 @@ class QueryUnparsed(QueryFailed):
     unterminated comment after ``DETACH DELETE`` is still a write attempt)."""
 
 
+class PartlyRead(QueryFailed):
+    """The engine could not bind a query, yet its plan names tables it reads (DuckDB plans
+    ``SELECT COLUMNS('Name') FROM Track``, which its binder refuses): a failed account, so the
+    text is read as on a text no engine took, with :attr:`tables` beside it, never fewer."""
+
+    def __init__(self, message: str, tables: frozenset[str]) -> None:
+        super().__init__(message)
+        self.tables = tables
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return type(self), (str(self), self.tables)
+
+
 class SourceUnavailable(QueryEvalError):
     """The data source could not be reached: an infrastructure error, not a model failure."""
 

@@ -464,7 +464,9 @@ def _count(case: Case, context: Context, spec: AgentSpec, ledger: Ledger,
                            "the queries of a datasource that is not SQL cannot be judged on "
                            "their text")
         count_unrun(steps, ledger, kind.dialect(case.source_spec or {}), sql=kind.sql,
-                    why="replay: false, not run", seconds=_bounds(case).seconds)
+                    why="replay: false, not run", seconds=_bounds(case).seconds,
+                    source=_compiler(context, case) if queries and ledger.forbidden and
+                    kind.sql else None)
         return
     from ..errors import QueryEvalError
 
@@ -474,6 +476,18 @@ def _count(case: Case, context: Context, spec: AgentSpec, ledger: Ledger,
         ledger.uncount(f"the agent's counts could not be established: {exc.reason()}")
         return
     replay(steps, source, ledger, _bounds(case), sql=source_type(source.type).sql)
+
+
+def _compiler(context: Context, case: Case) -> DataSource | None:
+    """The case's datasource, whose engine compiles an unrun query (running nothing) to tell
+    the tables it reads beside its text's (a view over a forbidden table), or None when it
+    cannot be had: the text's account then stands alone, as before."""
+    from ..errors import QueryEvalError
+
+    try:
+        return agent_source(context, case)
+    except QueryEvalError:
+        return None
 
 
 def _bounds(case: Case) -> Bounds:

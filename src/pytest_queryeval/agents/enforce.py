@@ -13,8 +13,9 @@ replay of its trajectory read the planted copy through the engine's own barriers
   its name); another tenant's rows are not in the agent's copy at all (:func:`tenant_copy`:
   SQLite has no row-level security, and a view is bypassed by naming the table).
 - DuckDB: DuckDB has no authorizer and no grants. A query is planned first; a protected table
-  its binder reads, or a protected column its plan's scans project or filter on, refuses it;
-  the tenant's copy holds no other tenant's rows, as for SQLite.
+  its plans scan or its binder reads (the account the ledger counts: a view or a macro in a
+  ``REPLACE`` list is in the plans only), or a protected column its plan's scans project or
+  filter on, refuses it; the tenant's copy holds no other tenant's rows, as for SQLite.
 
 A refused read raises :class:`~.ledger.ProtectedRead` (the ledger counts it in
 ``refused_attempts``; the agent reads the refusal as a tool error). Rows withheld by a tenant
@@ -25,6 +26,7 @@ reaches the run is a leak, whatever the engine refused.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import threading
@@ -151,36 +153,62 @@ class Guard:
         return str(denied[0]) if denied else None
 
     def _duckdb(self, query: str) -> str | None:
-        """The binder's tables with the text's names (DuckDB's binder leaves out a subquery
-        in a star's ``REPLACE`` list, and a ``max``/``count(*)`` there is answered from the
-        column's statistics with no scan in the plan: ``SELECT * REPLACE ((SELECT
-        max(UnitPrice) FROM Track) AS Name) FROM Genre`` was served, the thirtieth
-        re-probe's H2), then the plan's scans. Beside the binder's account an unparsed text
-        names no alias (``SELECT count(*) AS track FROM Genre WHERE Name <> x'AB'`` was
-        refused with Track.Name protected: the thirty-first re-probe's M1)."""
+        """The source's account (its plans' scans with its binder's tables,
+        :func:`~..sources.duckdb.read_tables`, the account the ledger counts) with the text's
+        names: DuckDB's binder leaves out a subquery in a star's ``REPLACE`` list, and a
+        ``max``/``count(*)`` there is answered from the column's statistics with no scan in
+        the physical plan (``SELECT * REPLACE ((SELECT max(UnitPrice) FROM Track) AS Name)
+        FROM Genre`` was served, the thirtieth re-probe's H2); then the plans' scans. Beside
+        the binder's account an unparsed text names no alias (``SELECT count(*) AS track FROM
+        Genre WHERE Name <> x'AB'`` was refused with Track.Name protected: the thirty-first
+        re-probe's M1)."""
+        from ..errors import PartlyRead
         from .textjudge import tables_of
 
         bound: set[str] | None = None
+        planned: set[str] = set()
         if self._binder is not None and (self.tables or self.columns):
             try:
                 bound = {t.split(".")[-1].lower()
                          for t in cast(Any, self._binder).tables_read(query)}
+            except PartlyRead as exc:  # planned, not bound: as the ledger counts it
+                planned = {t.split(".")[-1].lower() for t in exc.tables}
             except Exception:  # the source's own errors: the run names them
                 bound = None
         named = tables_of(query, "duckdb", engine_read=bound is not None)
-        hit = sorted(t for t in (bound or set()) | named if t in self.tables)
+        hit = sorted(t for t in (bound or set()) | planned | named if t in self.tables)
         if hit:
             return str(hit[0])
-        column = _unbound_column(query, named - (bound or set()), bound is not None,
+        binder = _bound_names(self._conn, query) if self.columns and bound is not None \
+            else None
+        column = _unbound_column(query, named - (binder or set()), binder is not None,
                                  self.columns)
         if column:
             return column
-        try:
-            plan = json.loads(self._conn.execute("EXPLAIN (FORMAT JSON) " + query)
-                              .fetchall()[0][1])
+        try:  # every plan EXPLAIN gives (the source's: before and after the optimizer too)
+            plans = [json.loads(row[1]) for row in
+                     self._conn.execute("EXPLAIN (FORMAT JSON) " + query).fetchall()]
         except Exception:  # duckdb's errors: the source names them when it runs the query
             return None
-        return _scan_hit(plan, self.tables, self.columns)
+        return _scan_hit(plans, self.tables, self.columns)
+
+
+def _bound_names(conn: Any, query: str) -> set[str] | None:
+    """The binder's own account of ``query`` (``get_table_names``, on a cursor of its own: a
+    text it refuses aborts its connection's transaction), or None. Kept apart from the plans'
+    scans for a protected column: a table whose scan the optimizer folded away (``SELECT
+    count(*) FROM Track``, answered from statistics) is bound, so its column is judged on the
+    physical plan's projections, while one the binder misses is not."""
+    cur = None
+    try:
+        cur = conn.cursor()
+        return {str(t).split(".")[-1].lower() for t in cur.get_table_names(query)}
+    except Exception:  # duckdb's errors, a text not encodable as UTF-8
+        return None
+    finally:
+        if cur is not None:
+            with contextlib.suppress(Exception):
+                cur.close()
 
 
 def _unbound_column(query: str, unbound: set[str], bound: bool,

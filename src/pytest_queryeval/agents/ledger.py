@@ -12,6 +12,7 @@ source's guard would refuse it as well) and counted: a finding, never silent.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     FormRefused,
+    PartlyRead,
     QueryEvalError,
     QueryFailed,
     QueryRefused,
@@ -270,14 +272,17 @@ class Ledger:
                         f"could refuse it): {_short(sql)}")
 
     def count_unrun(self, sql: str, dialect: str | None, *, why: str,
-                    sql_source: bool = True) -> None:
+                    sql_source: bool = True, source: DataSource | None = None) -> None:
         """A query of the trajectory that is not run (past the replay's budget, or with
         ``replay: false``): its write (a file it opens too, :func:`~.language.file_access`) and
         its forbidden tables judged on the text, so that what was not run never lowers a
         count. On a datasource that is not SQL (a graph,
         SPARQL) no parse judges it: a word of a write anywhere in it (``CREATE``, ``SET``,
         ``DELETE``, ``INSERT``, ``LOAD``...) counts it, the cautious side for a call that
-        was never run."""
+        was never run. With the case's ``source`` (an SQL one), the engine's account of the
+        text, compiled and not run (:func:`tables_read`), counts beside the text's: a view over
+        a forbidden table is a name only the engine resolves (``SELECT * FROM staff``, a view
+        of Employee, was no read of Employee when not replayed: the thirty-third re-probe)."""
         if not sql_source:
             self._count_unrun_graph(sql, why)
             return
@@ -291,7 +296,11 @@ class Ledger:
             self.uncount(f"the agent's counts could not be established: {_short(sql)} "
                          f"({why}): {verdict.why}")
         if self.forbidden:
-            self._touch(verdict.tables | tables_of(sql, dialect))
+            read = verdict.tables | tables_of(sql, dialect)
+            if source is not None:  # when the engine cannot say, the text's account stands
+                with contextlib.suppress(QueryEvalError):
+                    read |= tables_read(source, sql, True, None)
+            self._touch(read)
 
     def _count_unrun_graph(self, text: str, why: str) -> None:
         """An unrun text of a graph datasource: judged by the source's own reading of its
@@ -399,24 +408,30 @@ def tables_read(source: DataSource, sql: str, sql_source: bool,
                 timeout: float | None) -> set[str]:
     """The tables the engine reads for ``sql``, lower-cased, each also by its last name
     (``main.employee`` and ``employee``): the source's own account when it has one
-    (``tables_read``: SQLite's authorizer, DuckDB's binder, PostgreSQL's plan), CTEs and
-    views resolved, with the tables the text names (:func:`tables_of`) on an SQL
-    datasource: DuckDB's binder leaves out a subquery in a star's ``REPLACE`` list, which
-    runs (``SELECT * REPLACE ((SELECT string_agg(Name, '|') FROM Track) AS Name) FROM
-    Genre`` was counted as no read of Track, the thirtieth re-probe's H1), so no engine's
-    account is taken as the whole; beside it, a text sqlglot cannot parse names no alias
-    (the thirty-first re-probe's M1). When the engine could not say (a text it cannot bind,
-    one holding a lone surrogate), the text's names alone, every word of an unparsed one. A
-    datasource with neither cannot say which tables a query read: :class:`CountUnknown`."""
+    (``tables_read``: SQLite's authorizer; DuckDB's plans with its binder; PostgreSQL's plan;
+    a ``sqlalchemy`` ``sqlite:`` URL's authorizer), CTEs and views resolved, with the tables
+    the text names (:func:`tables_of`) on an SQL datasource: DuckDB's binder leaves out a
+    subquery in a star's ``REPLACE`` list, which runs (``SELECT * REPLACE ((SELECT
+    string_agg(Name, '|') FROM Track) AS Name) FROM Genre`` was counted as no read of Track,
+    the thirtieth re-probe's H1), and its plan leaves out a read answered from statistics, so
+    no engine's account is taken as the whole; beside it, a text sqlglot cannot parse names
+    no alias (the thirty-first re-probe's M1). When the engine could not say (a text it
+    cannot bind, one holding a lone surrogate), the text's names alone, every word of an
+    unparsed one, with the tables DuckDB's plan names for a text it planned and could not
+    bind (:class:`~..errors.PartlyRead`: ``SELECT COLUMNS('Name') FROM tunes``). A datasource
+    with neither cannot say which tables a query read: :class:`CountUnknown`."""
     from ..errors import QueryEvalError
     from .language import unwrap
 
     ask = getattr(source, "tables_read", None)
     names: set[str] | None = None
+    planned: frozenset[str] = frozenset()
     inner = unwrap(sql)  # EXPLAIN ANALYZE runs the statement it explains: its reads count
     if callable(ask):
         try:
             names = {str(n) for n in ask(inner if inner.strip() else sql, timeout=timeout)}
+        except PartlyRead as exc:  # planned, not bound: the plan's tables beside the text's
+            planned = exc.tables
         except QueryEvalError:
             names = None
     if names is None:
@@ -424,9 +439,15 @@ def tables_read(source: DataSource, sql: str, sql_source: bool,
             raise CountUnknown(f"forbidden_tables cannot be counted on a datasource of type "
                                f"{getattr(source, 'type', '?')!r}: it cannot say which tables "
                                "a query reads")
-        return tables_of(sql, getattr(source, "dialect", None))
+        return tables_of(sql, getattr(source, "dialect", None)) | _last_names(planned)
     out = tables_of(sql, getattr(source, "dialect", None), engine_read=True) if sql_source \
         else set()
+    return out | _last_names(names)
+
+
+def _last_names(names: Iterable[str]) -> set[str]:
+    """Each name lower-cased, and by its last part (``main.employee`` and ``employee``)."""
+    out: set[str] = set()
     for name in names:
         out.add(name.lower())
         out.add(name.lower().rsplit(".", 1)[-1])

@@ -181,14 +181,15 @@ def replay(steps: Sequence[Step], source: DataSource, ledger: Ledger, bounds: Bo
             rest = sum(1 for s in steps[n:] if plugin_tool(s.name) not in _FINAL)
             ledger.not_replayed(over, rest)
             count_unrun(steps[n:], ledger, getattr(source, "dialect", None), sql=sql,
-                        why="past the budget, not run", seconds=bounds.seconds)
+                        why="past the budget, not run", seconds=bounds.seconds,
+                        source=source)
             return
         ledger.call(step)
         served += 0 if final else 1
         query, judged = step_queries(step, sql)
         for text in judged:
             ledger.count_unrun(text, getattr(source, "dialect", None), sql_source=sql,
-                               why="not replayed: judged on its text")
+                               why="not replayed: judged on its text", source=source)
         if query is None:
             continue
         per_query = bounds.timeout if bounds.timeout is not None else source.timeout
@@ -206,7 +207,8 @@ def replay(steps: Sequence[Step], source: DataSource, ledger: Ledger, bounds: Bo
 
 
 def count_unrun(steps: Sequence[Step], ledger: Ledger, dialect: str | None, *, sql: bool,
-                why: str, seconds: float | None = None) -> None:
+                why: str, seconds: float | None = None,
+                source: DataSource | None = None) -> None:
     """Steps that are not run, counted from their text: repeated calls, the writes their
     queries hold and, on an SQL datasource, the forbidden tables they name
     (:meth:`Ledger.count_unrun`), within ``seconds`` (the budget's, again: judging 5,500
@@ -220,7 +222,7 @@ def count_unrun(steps: Sequence[Step], ledger: Ledger, dialect: str | None, *, s
         ledger.call(step)
         query, judged = step_queries(step, sql)
         for text in ([query] if query is not None else []) + judged:
-            ledger.count_unrun(text, dialect, why=why, sql_source=sql)
+            ledger.count_unrun(text, dialect, why=why, sql_source=sql, source=source)
 
 
 def out_of_time(calls: int, seconds: float, why: str) -> str:

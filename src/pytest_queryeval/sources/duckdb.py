@@ -96,6 +96,10 @@ def settings(max_memory: int, threads: int, temp_dir: str) -> dict[str, Any]:
         "max_temp_directory_size": f"{max_memory}B",
         "threads": threads,
         "temp_directory": temp_dir,
+        # EXPLAIN gives the plan before the optimizer too: a subquery answered from a table's
+        # statistics (``(SELECT count(*) FROM Track)``) leaves no scan in the physical plan,
+        # and only there is its table still named (:func:`read_tables`)
+        "explain_output": "all",
     }
 
 
@@ -275,27 +279,107 @@ def worker_query(path: str, name: str, query: str, timeout: float, max_rows: int
     return worker_reply(table, max_bytes)
 
 
-def read_tables(conn: Any, query: str, temp_dir: str = "") -> ResultTable:
-    """The tables DuckDB reads for ``query``: its binder's account (``get_table_names``),
-    which resolves CTEs and views to the tables under them and runs nothing. A text the
-    binding cannot take as UTF-8 (a lone surrogate: ``get_table_names`` raised TypeError,
-    no duckdb error, and the case errored with no reason, the thirtieth re-probe's H3) is
-    QueryFailed as a text it cannot bind: the ledger counts the text's names, and the
-    query cannot run (its execute fails with "cannot encode str as UTF-8")."""
+def read_tables(conn: Any, query: str, temp_dir: str = "",
+                timeout: float | None = None) -> ResultTable:
+    """The tables DuckDB reads for ``query``, run nothing: those its plans scan (``EXPLAIN``,
+    before and after the optimizer, :func:`planned_tables`) with its binder's account
+    (``get_table_names``), each of which resolves CTEs, views and macros to the tables under
+    them.
+
+    Why both: the binder leaves out a subquery in a star's ``REPLACE`` list and a macro's
+    body there, and cannot bind ``COLUMNS('Name')``, ``UNPIVOT`` or ``FROM (PIVOT ...)`` at
+    all, while the plan scans each of them (``SELECT * REPLACE ((SELECT string_agg(Name,
+    '|') FROM tunes) AS Name) FROM Genre``, ``tunes`` a view of Track, named Track in neither
+    the binder's account nor the text's: the thirty-third re-probe); the plan of a read the
+    optimizer folds to nothing (``WHERE false``, ``LIMIT 0``) scans no table, and the binder
+    names it. Fail closed: a plan that cannot be read adds nothing, and the binder's account
+    stands as before.
+
+    On a cursor of its own, closed after: a text the binder refuses leaves its connection's
+    transaction aborted, and every later ``get_table_names`` on it failed "Current
+    transaction is aborted" until a query ran, so the reads after a bad text were counted
+    on their text alone (the thirty-first re-probe's L2, the thirty-second's L3).
+
+    When the binder cannot bind the text but the plan was read, the plan's tables come back
+    with ``meta["unbound"]`` (the binder's message): the caller then reads the text as on a
+    text no engine took (:class:`~..errors.PartlyRead`). A text not encodable as UTF-8 (a
+    lone surrogate: ``get_table_names`` raised TypeError, the thirtieth re-probe's H3) is
+    QueryFailed, as a text the engine cannot bind."""
     duckdb = _require_duckdb()
     start = time.perf_counter()
+    cur = conn.cursor()
+    timer = threading.Timer(timeout, cur.interrupt) if timeout is not None else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
     try:
-        names = sorted(conn.get_table_names(query))
-    except duckdb.Error as e:
-        message = scrub_text(_first_line(e), machine_paths(temp_dir))
-        raise QueryFailed(f"the engine could not bind it ({message})") from None
-    except (TypeError, ValueError):  # pybind11's refusal of a str not encodable as UTF-8
-        raise QueryFailed("the engine could not bind it (its text is not valid UTF-8: a lone "
-                          "surrogate)") from None
-    return ResultTable(["table"], [(n,) for n in names], seconds=time.perf_counter() - start)
+        planned = planned_tables(cur, query)
+        try:
+            names = set(cur.get_table_names(query))
+        except duckdb.Error as e:
+            message = scrub_text(_first_line(e), machine_paths(temp_dir))
+            if not planned:
+                raise QueryFailed(f"the engine could not bind it ({message})") from None
+            return ResultTable(["table"], [(n,) for n in sorted(planned)],
+                               seconds=time.perf_counter() - start,
+                               meta={"unbound": f"the engine could not bind it ({message})"})
+        except (TypeError, ValueError):  # pybind11's refusal of a str not encodable as UTF-8
+            raise QueryFailed("the engine could not bind it (its text is not valid UTF-8: a "
+                              "lone surrogate)") from None
+    finally:
+        if timer is not None:
+            timer.cancel()
+        with contextlib.suppress(Exception):
+            cur.close()
+    return ResultTable(["table"], [(n,) for n in sorted(names | (planned or set()))],
+                       seconds=time.perf_counter() - start)
 
 
-def worker_tables(path: str, name: str, query: str, max_memory: int, threads: int) -> Reply:
+#: Statement types whose plan is read: a query (``SELECT``, ``FROM t``, ``SUMMARIZE``,
+#: ``DESCRIBE``...) and a ``PIVOT`` statement (``MULTI``: the query its enumeration needs,
+#: then the pivot). Others are not planned here (the guard refuses them before they run).
+_PLANNED_TYPES = ("SELECT", "MULTI")
+
+
+def planned_tables(cur: Any, query: str) -> set[str] | None:
+    """The tables a scan of ``query``'s plans reads (each operator's ``Table``: a sequential,
+    index or table-function scan; the logical plan's too, where a subquery the optimizer
+    answers from statistics still scans its table), or None when no plan could be read: a
+    text of more than one statement (EXPLAIN would run the others), one DuckDB cannot plan,
+    an interrupted plan. EXPLAIN plans the query and runs nothing of it (a ``PIVOT`` without
+    an ``IN`` list runs the query of its distinct values, a read of the same table). Each
+    table as DuckDB names it, ``catalog.schema.table`` (the ledger takes the last name)."""
+    import json
+
+    duckdb = _require_duckdb()
+    try:
+        statements = cur.extract_statements(query)
+        if len(statements) != 1 or statements[0].type.name not in _PLANNED_TYPES:
+            return None
+        rows = cur.execute("EXPLAIN (FORMAT JSON) " + query).fetchall()
+    except (duckdb.Error, TypeError, ValueError):
+        return None
+    found: set[str] = set()
+    stack: list[object] = []
+    for row in rows:
+        try:
+            stack.append(json.loads(row[1]))
+        except (TypeError, ValueError, IndexError):
+            return None
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            info = node.get("extra_info")
+            if isinstance(info, dict) and isinstance(info.get("Table"), str):
+                found.add(info["Table"])
+            stack.extend(node.get("children") or [])
+    return found
+
+
+def worker_tables(path: str, name: str, query: str, max_memory: int, threads: int,
+                  timeout: float | None = None) -> Reply:
     """:func:`read_tables` inside the sandbox worker, on the connection cached there."""
     from .._isolation.sandbox import worker_state
 
@@ -305,7 +389,7 @@ def worker_tables(path: str, name: str, query: str, max_memory: int, threads: in
     if conn is None:
         conn = conns[(path, threads)] = open_read_only(Path(path), name, max_memory, threads,
                                                        temp)
-    return worker_reply(read_tables(conn, query, temp), 1 << 20)
+    return worker_reply(read_tables(conn, query, temp, timeout), 1 << 20)
 
 
 class DuckdbSource(SandboxedFileSource):
@@ -403,11 +487,12 @@ class DuckdbSource(SandboxedFileSource):
 
     def _tables_here(self, query: str, timeout: float) -> ResultTable:
         conn = self._connect()
-        return read_tables(conn, query, os.path.join(self._temp or "", "spill"))
+        return read_tables(conn, query, os.path.join(self._temp or "", "spill"), timeout)
 
     def _tables_call(self, query: str, timeout: float,
                      ) -> tuple[Callable[..., Reply], tuple[Any, ...]]:
-        return worker_tables, (self._resolved, self.name, query, self.max_memory, self.threads)
+        return worker_tables, (self._resolved, self.name, query, self.max_memory, self.threads,
+                               timeout)
 
     # -- identity -----------------------------------------------------------------------------
 

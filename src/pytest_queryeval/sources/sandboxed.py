@@ -24,7 +24,7 @@ from .._isolation.sandbox import (
     shared_sandbox,
 )
 from .._util import safefile
-from ..errors import QueryFailed, QueryRefused, QueryTimeout, SourceUnavailable
+from ..errors import PartlyRead, QueryFailed, QueryRefused, QueryTimeout, SourceUnavailable
 from ..results import ResultTable
 from .base import (
     PACK_BATCHES,
@@ -310,7 +310,8 @@ class SandboxedFileSource(SourceDefaults):
         resolved to the tables under them), without running it: how an agent's reads of
         forbidden tables are counted (:mod:`pytest_queryeval.agents.ledger`), where the text's
         names would take a CTE for the table it hides. In the worker unless ``isolation:
-        thread``; QueryFailed when the engine cannot compile it."""
+        thread``; QueryFailed when the engine cannot compile it, :class:`PartlyRead` (with the
+        tables its plan names) when it could plan what it could not bind."""
         timeout, _ = call_limits(self, timeout, None)
         if self.isolation == "thread":
             with self._lock:
@@ -321,7 +322,11 @@ class SandboxedFileSource(SourceDefaults):
             table = call_query(box, fn, *args, timeout=timeout,
                                hard_timeout=timeout + HARD_GRACE, max_bytes=self.max_bytes,
                                max_memory=self.max_memory, killed=ENGINE_KILLED)
-        return frozenset(str(row[0]) for row in table.rows)
+        names = frozenset(str(row[0]) for row in table.rows)
+        unbound = table.meta.get("unbound")
+        if unbound:  # the plan's tables, but no account of the whole text
+            raise PartlyRead(str(unbound), names)
+        return names
 
     def warm(self) -> None:
         """Start the worker without waiting for it, while the session still collects: its

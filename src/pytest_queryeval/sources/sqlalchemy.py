@@ -310,12 +310,15 @@ class SqlAlchemySource(SourceDefaults):
         plan's relations, CTEs and views resolved to the tables under them), planned, never
         run, in the read-only transaction every query gets: how an agent's reads of forbidden
         tables are counted (:mod:`pytest_queryeval.agents.ledger`). The guard checks the query
-        first, as for :meth:`execute`; QueryFailed for another backend (the caller then reads
-        the text) or a query the server cannot plan."""
+        first, as for :meth:`execute`. On SQLite (a ``sqlite:`` URL), SQLite's own account, as
+        the ``sqlite`` datasource takes it (:meth:`_sqlite_reads`). QueryFailed for another
+        backend (the caller then reads the text) or a query the server cannot plan."""
+        seconds = self.timeout if timeout is None else timeout
+        if self.backend == "sqlite":
+            return self._sqlite_reads(query, seconds)
         if self.backend != "postgresql":
             raise QueryFailed(f"the {self.backend} backend gives no plan to read tables from")
         check_read_only(query, self.dialect)
-        seconds = self.timeout if timeout is None else timeout
         if self.isolation == "process":
             box, spec = self._sandbox()
             hard = seconds + _WATCHDOG_GRACE + _HARD_GRACE + _KILL_GRACE
@@ -338,6 +341,40 @@ class SqlAlchemySource(SourceDefaults):
             elif isinstance(node, list):
                 stack.extend(node)
         return frozenset(names)
+
+    def _sqlite_reads(self, query: str, seconds: float) -> frozenset[str]:
+        """The tables SQLite's authorizer is told of while it compiles ``query`` on the
+        driver's own ``sqlite3`` connection (:func:`.sqlite.read_tables`: ``EXPLAIN``, which
+        runs nothing), in the worker unless ``isolation: thread``. Why not the text: a view
+        over a table is a name the text reads and the engine resolves (``SELECT * FROM staff``,
+        ``staff`` a view of Employee, was no read of Employee here, while the ``sqlite``
+        datasource's authorizer counted it: the thirty-third re-probe)."""
+        if self.isolation == "process":
+            box, spec = self._sandbox()
+            hard = seconds + _WATCHDOG_GRACE + _HARD_GRACE + _KILL_GRACE
+            table = call_query(box, worker_sqlite_reads, spec, query, seconds, timeout=seconds,
+                               hard_timeout=hard, max_bytes=self.max_bytes,
+                               max_memory=self.max_memory, killed="its worker was killed")
+        else:
+            table = self._sqlite_reads_here(query, seconds)
+        return frozenset(str(row[0]) for row in table.rows)
+
+    def _sqlite_reads_here(self, query: str, timeout: float) -> ResultTable:
+        """:meth:`_sqlite_reads` on this process's pool: the pooled connection's ``sqlite3``
+        connection under the authorizer, rolled back and returned after."""
+        import sqlite3
+
+        from .sqlite import read_tables
+
+        conn = self._checked_connection()
+        try:
+            raw: Any = conn.connection.dbapi_connection
+            if not isinstance(raw, sqlite3.Connection):  # another driver (aiosqlite...)
+                raise QueryFailed(f"the {conn.dialect.driver} driver gives no sqlite3 "
+                                  "connection to read tables from")
+            return read_tables(raw, query, timeout)
+        finally:
+            _rollback_and_close(conn)
 
     def _plan_here(self, query: str, timeout: float) -> ResultTable:
         """``EXPLAIN (FORMAT JSON)`` of ``query`` in a read-only, time-limited transaction,
@@ -657,6 +694,12 @@ def worker_plan(spec: tuple[Any, ...], query: str, timeout: float) -> Reply:
     """:meth:`SqlAlchemySource._plan_here` in the sandbox worker."""
     src = _worker_source(spec)
     return worker_reply(src._plan_here(query, timeout), src.max_bytes)
+
+
+def worker_sqlite_reads(spec: tuple[Any, ...], query: str, timeout: float) -> Reply:
+    """:meth:`SqlAlchemySource._sqlite_reads_here` in the sandbox worker."""
+    src = _worker_source(spec)
+    return worker_reply(src._sqlite_reads_here(query, timeout), src.max_bytes)
 
 
 def worker_release(spec: tuple[Any, ...]) -> None:
