@@ -290,17 +290,48 @@ class Ledger:
 
         verdict = sql_verdict(sql, dialect) if may_write(sql) else Verdict("read")
         opens = file_access(sql, dialect) if verdict.kind == "read" else None  # read_csv(...)
+        if verdict.kind == "read" and opens is None and is_write(sql, dialect):
+            # the replayed run_query's judge of writes: PIVOT Genre ... (33a H3)
+            verdict = Verdict("write", verdict.tables)
         if verdict.kind == "write" or opens is not None:
             self._write(f"write attempt ({why}{'; ' + opens if opens else ''}): {_short(sql)}")
         elif verdict.kind == "unknown":
             self.uncount(f"the agent's counts could not be established: {_short(sql)} "
                          f"({why}): {verdict.why}")
+        elif source is not None:
+            self._guard_unrun(sql, dialect, why)
         if self.forbidden:
             read = verdict.tables | tables_of(sql, dialect)
             if source is not None:  # when the engine cannot say, the text's account stands
                 with contextlib.suppress(QueryEvalError):
                     read |= tables_read(source, sql, True, None)
             self._touch(read)
+
+    def _guard_unrun(self, sql: str, dialect: str | None, why: str) -> None:
+        """An unrun read judged by the SQL guard the replay's ``run_query`` meets, as that
+        call counts its refusal: ``SELECT * FROM query('DELETE FROM Genre')`` and ``PIVOT
+        Genre ON Name USING count(*)`` through ``execute_sql`` (or with ``replay: false``)
+        were no write attempt, though the same text replayed is one (the thirty-third
+        re-probe's H3); a read the guard refuses counts the forbidden tables it names, one
+        whose table is computed every forbidden table."""
+        from ..sources.sqlguard import check_read_only
+
+        try:
+            check_read_only(sql, dialect)
+        except ReadRefused as exc:
+            self._read_refused(sql, exc)
+        except FormRefused as exc:
+            if _a_read(sql, dialect):
+                self._read_refused(sql, exc)
+            else:
+                self._write(f"write attempt ({why}; {exc.reason()}): {_short(sql)}")
+        except QuerySyntaxError:
+            pass  # the text's account stands, as the replay's for a text it cannot parse
+        except QueryRefused as exc:
+            self._write(f"write attempt ({why}; {exc.reason()}): {_short(sql)}")
+            self._computed(exc)
+        except QueryEvalError:
+            pass  # the guard could not judge it (its parse's deadline): the text's account
 
     def _count_unrun_graph(self, text: str, why: str) -> None:
         """An unrun text of a graph datasource: judged by the source's own reading of its
