@@ -15,6 +15,12 @@ atoms) passes :data:`MAX_REGEX_WORK` together. A long pattern needs no cap of it
 atoms weigh. A pattern is read as FalkorDB hands it
 to its engine (:func:`_unescaped`), a literal weighed as FalkorDB keeps it.
 
+That weighing is for golds (and what a rehearsal measures after it). For an untrusted query
+no rehearsal measures (``rehearse: false``, a Bolt server not FalkorDB) the pattern must be
+of the linear class (:func:`linear`) instead: six re-probes each found a form the weighing
+under-counted by orders of magnitude, and an estimate of a backtracking engine's work is no
+proof against the next; a pattern of no quantifier is (measured: ``bench/bench_regex_linear.py``).
+
 Why a module of its own: the bounds (:mod:`.bounds`) count values built and walked; this one
 reads the pattern a call is given, a small language of its own. It reads the bounds' tokens
 and helpers; the guard calls it.
