@@ -510,7 +510,7 @@ def linear(pattern: str) -> int:
             raise ValueError("a .* before a closing $ (a failed $ takes the .* back one "
                              "character at a time, the rest of the line each start)")
         end -= 2
-    steps, alternatives, widest, after, group, k = 0, 0, 0, 0, False, i
+    steps, alternatives, inside, after, group, k = 0, 0, 0, 0, False, i
     while k < end:
         c = pattern[k]
         if c == "\\":
@@ -530,7 +530,7 @@ def linear(pattern: str) -> int:
                 c = pattern[k]
                 if c == "|":
                     alternatives, k = alternatives + 1, k + 1
-                    widest, size = widest + size, 0
+                    inside, size = inside + size, 0
                     continue
                 if c in "(*+?{}^$":
                     raise ValueError(f"{_LINEAR_WHAT.get(c, 'a quantifier')} at character "
@@ -540,8 +540,8 @@ def linear(pattern: str) -> int:
                 size += 1
             if k >= end:
                 raise ValueError("a group that does not close")
-            widest += size
-            steps += widest
+            inside += size
+            steps += inside
             k += 1
             continue
         elif c in "*+?{}|)^$":
