@@ -24,7 +24,7 @@ from pytest_queryeval.cypher import guard
 from pytest_queryeval.cypher.bolt import BoltSource
 from pytest_queryeval.cypher.regexes import degree
 from pytest_queryeval.errors import QueryRefused
-from tests.cypher.test_cypher_twentyseventh import refused_unsent_then_honest_pass
+from tests.cypher.test_cypher_twentyseventh import OUTSIDE, refused_unsent_then_honest_pass
 from tests.cypher.test_cypher_twentysixth import _sent
 from tests.fixtures.bolt_server import require, running_server
 
@@ -160,12 +160,17 @@ def test_the_hostile_forms_are_refused_by_the_source_unsent(tmp_path: Path) -> N
         try:
             for trusted in (False, True):
                 for query, why in hostile.items():
+                    if not trusted and why != "inside an iteration":
+                        why = OUTSIDE  # a prediction's pattern: of the linear class (33rd)
                     with pytest.raises(QueryRefused, match=why):
                         src.execute(query, trusted=trusted)
-            rows = src.execute("MATCH (m:Movie) WHERE string.matchRegEx(m.title, '.*?Matrix') "
-                               "<> [] RETURN count(m) AS lazy, size(string.matchRegEx('aaab', "
-                               "'a{1,16}?b')) AS bounded").rows
+            honest = ("MATCH (m:Movie) WHERE string.matchRegEx(m.title, '.*?Matrix') <> [] "
+                      "RETURN count(m) AS lazy, size(string.matchRegEx('aaab', 'a{1,16}?b')) "
+                      "AS bounded")
+            rows = src.execute(honest, trusted=True).rows  # a gold: weighed, and sent
             assert rows[0][0] > 0 and rows[0][1] == 1
+            with pytest.raises(QueryRefused, match=OUTSIDE):  # a prediction: no quantifier
+                src.execute(honest)
         finally:
             src.close()
         assert own.running() == 0
@@ -180,18 +185,20 @@ def test_the_honest_cases_after_the_hostile_ones_pass(pytester: pytest.Pytester,
     require()
     hostile = {
         "h1": ("RETURN size(string.matchRegEx('aaaa!', 'a{1,16}{1,16}b')) AS s",
-               "a quantifier on a quantifier"),
+               "a quantifier on a quantifier", OUTSIDE),
         "h1-replace": ("RETURN string.replaceRegEx('aaaa!', 'a{2,}{1,16}b', '') AS s",
-                       "a quantifier on a quantifier"),
+                       "a quantifier on a quantifier", OUTSIDE),
         "h2-lazy": ("RETURN size(string.matchRegEx('xxxx', '.*?x.*x.*y')) AS s",
-                    "3 repeated parts"),
+                    "3 repeated parts", OUTSIDE),
         "h2-alternation": ("RETURN size(string.matchRegEx('xxxx', '.*x.*x.*y|z')) AS s",
-                           "3 repeated parts"),
+                           "3 repeated parts", OUTSIDE),
         "named-path": ("RETURN size([p = (a)--(b) WHERE string.replaceRegEx('xxxx', "
                        "'x.*x.*y', '') = '' | 1]) AS s", "inside an iteration"),
     }
     refused_unsent_then_honest_pass(pytester, tmp_path, hostile, {
         "gold": "MATCH (n:Movie) WHERE size(string.matchRegEx(n.title, '.*Matrix.*')) > 0 "
                 "RETURN n.title AS t ORDER BY t",
-        "predicted": "MATCH (m:Movie) WHERE size(string.matchRegEx(m.title, '.*?Matrix')) > 0 "
+        # the lazy '.*?Matrix' is refused as an unrehearsed prediction since the 33rd round
+        # (a quantifier); a search of the word finds the same titles
+        "predicted": "MATCH (m:Movie) WHERE size(string.matchRegEx(m.title, 'Matrix')) > 0 "
                      "RETURN m.title AS t ORDER BY t"})

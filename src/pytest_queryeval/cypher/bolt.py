@@ -232,7 +232,10 @@ class BoltSource(SourceDefaults):
     def execute(self, query: str, *, timeout: float | None = None,
                 max_rows: int | None = None, trusted: bool = False) -> ResultTable:
         guard.check_text(query)  # a lone surrogate: nothing can be sent
-        guard.check_server(query, costs=trusted or not self.rehearse)
+        # an untrusted query no rehearsal will measure: its regular expressions must be of
+        # the linear class, not merely weighed (issue 58, the thirty-third round)
+        guard.check_server(query, costs=trusted or not self.rehearse,
+                           linear=not trusted and not self.rehearse)
         guard.check_unbound(query)
         limit = self.max_rows if max_rows is None else int(max_rows)
         seconds = float((self.timeout or DEFAULT_TIMEOUT) if timeout is None else timeout)
@@ -241,7 +244,7 @@ class BoltSource(SourceDefaults):
             if self._falkordb and self.rehearse:
                 return self._on_copy(driver, query, seconds, limit, trusted)
             if self.rehearse and not trusted:  # not a FalkorDB server: no rehearsal
-                guard.check_costs(query)
+                guard.check_costs(query, linear=True)
             if self._falkordb:
                 unwritable.check_falkordb(query)
             if self._falkordb and not trusted:

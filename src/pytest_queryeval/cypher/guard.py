@@ -254,7 +254,7 @@ MAX_DEPTH = 12
 MAX_NESTING_WORK = 2 ** 16
 
 
-def check_server(query: str, *, costs: bool = True) -> None:
+def check_server(query: str, *, costs: bool = True, linear: bool = False) -> None:
     """:func:`check`, then everything else that must never be sent to a server
     (:mod:`.bolt`): an unterminated string, name or comment (QuerySyntaxError), a word of
     :data:`SERVER_REFUSED` where a clause can stand, a procedure
@@ -265,7 +265,9 @@ def check_server(query: str, *, costs: bool = True) -> None:
     together, a ``reduce()`` whose accumulator doubles or grows, and a ``WITH`` step that
     doubles a value. Without ``costs``, the ranges and the growth (:func:`check_costs`) are
     left to a rehearsal that measures them (:mod:`.rehearsal`); the nesting is still refused
-    here, at once, rather than after a timeout on the rehearsal's parser."""
+    here, at once, rather than after a timeout on the rehearsal's parser. With ``linear``
+    (an untrusted query no rehearsal measures) a regular expression must be of the linear
+    class (:func:`.regexes.linear`), not merely weighed."""
     check(query)
     toks = tokens(query)
     for tok in toks:  # where the server's reading of the text could differ from ours
@@ -297,7 +299,7 @@ def check_server(query: str, *, costs: bool = True) -> None:
     _check_nesting(code)
     if costs:
         check_evaluation(code)
-        check_regexes(code)
+        check_regexes(code, linear_only=linear)
 
 
 def check_unbound(query: str) -> None:
@@ -361,12 +363,13 @@ def _check_dotted_comments(toks: list[Token]) -> None:
                                "aborts on it)")
 
 
-def check_costs(query: str) -> None:
+def check_costs(query: str, *, linear: bool = False) -> None:
     """What :func:`check_server` without ``costs`` left out: what a server would build or
-    walk in one expression past its timeout and memory cap (:mod:`.bounds`)."""
+    walk in one expression past its timeout and memory cap (:mod:`.bounds`); ``linear`` as
+    there."""
     code = _code(tokens(query))
     check_evaluation(code)
-    check_regexes(code)
+    check_regexes(code, linear_only=linear)
 
 
 def _dotted(code: list[Token], start: int) -> str | None:

@@ -15,6 +15,12 @@ atoms) passes :data:`MAX_REGEX_WORK` together. A long pattern needs no cap of it
 atoms weigh. A pattern is read as FalkorDB hands it
 to its engine (:func:`_unescaped`), a literal weighed as FalkorDB keeps it.
 
+That weighing is for golds (and what a rehearsal measures after it). For an untrusted query
+no rehearsal measures (``rehearse: false``, a Bolt server not FalkorDB) the pattern must be
+of the linear class (:func:`linear`) instead: six re-probes each found a form the weighing
+under-counted by orders of magnitude, and an estimate of a backtracking engine's work is no
+proof against the next; a pattern of no quantifier is (measured: ``bench/bench_regex_linear.py``).
+
 Why a module of its own: the bounds (:mod:`.bounds`) count values built and walked; this one
 reads the pattern a call is given, a small language of its own. It reads the bounds' tokens
 and helpers; the guard calls it.
@@ -258,9 +264,12 @@ def _repeat(pattern: str, i: int) -> tuple[int, bool, bool, int, int | None] | N
     return count.end(), high is None or high > 1, high is None or high > 16, low, high
 
 
-def check_regexes(code: Sequence[Token]) -> None:
+def check_regexes(code: Sequence[Token], *, linear_only: bool = False) -> None:
     """Refuse what the module docstring says, for every call of :data:`REGEX_CALLS` and
-    every ``=~``."""
+    every ``=~``. With ``linear_only`` (an untrusted query no rehearsal measures) a pattern
+    outside the linear class (:func:`linear`) is refused instead of weighed: six rounds of
+    weighing each found a form it under-counted by orders of magnitude, and no estimate of
+    a backtracking engine's work is proof against the next."""
     scopes = _scopes(code)
     matched = _matched(code, scopes)
     work = 0
@@ -287,6 +296,14 @@ def check_regexes(code: Sequence[Token]) -> None:
             raise QueryRefused(f"{name} at {where(tok)} is inside an iteration: a regular "
                                "expression is matched once a value, which the server does "
                                "without checking its timeout")
+        if linear_only:
+            steps = _linear(code, pattern, name, tok)
+            work += _length(code, scopes, matched, subject, name, tok) * steps
+            if work > MAX_REGEX_WORK:
+                raise QueryRefused(f"{name} at {where(tok)}: the query's regular expressions "
+                                   f"may test more than {MAX_REGEX_WORK:,} positions, which "
+                                   "the server does without checking its timeout")
+            continue
         parts, ways, atoms = _degree(code, pattern, name, tok)
         work += _length(code, scopes, matched, subject, name, tok) ** (parts + 1) \
             * (_CHOICE_COST * ways if ways > 1 else 1) * atoms // math.factorial(parts + 1)
@@ -309,6 +326,37 @@ def _iterates(code: Sequence[Token], scopes: list[tuple[int, ...]], bracket: int
     return any(code[j].kind == "word" and code[j].text.upper() == "IN"
                and scopes[j] and scopes[j][-1] == bracket for j in range(bracket + 1, at)) \
         or (code[bracket].text == "[" and k < len(code) and code[k].text == "(")
+
+
+def _linear(code: Sequence[Token], span: tuple[int, int], name: str, tok: Token) -> int:
+    """The positions a start of the pattern at ``code[span]`` tests (:func:`linear`): one
+    string literal of the linear class, a leading ``.*`` only where the engine is
+    oniguruma's or the match is whole (``string.*``, ``=~``: APOC's calls search with a
+    Java engine, which tries a leading ``.*`` at every start; not measured, so refused)."""
+    start, end = span
+    if end - start != 1 or end > len(code) or code[start].kind != "string":
+        raise QueryRefused(f"{name} at {where(tok)} has a pattern that is not one string "
+                           "literal: the guard cannot bound how long the server backtracks "
+                           "on it")
+    try:
+        text = _unescaped(code[start].text[1:-1])
+        if name.startswith("apoc.") and _LEADING_DOT_STAR.match(text):
+            raise ValueError("a leading .* in an APOC call (its engine tries it at every "
+                             "start)")
+        return linear(text)
+    except ValueError as why:
+        raise QueryRefused(
+            f"{name} at {where(tok)}: its pattern is outside the linear class a prediction "
+            f"not rehearsed may send ({why}). Without a rehearsal nothing bounds how long the "
+            "server backtracks on a regular expression, so only a pattern of no quantifier "
+            "(a .* heading or ending it aside), at most one group of plain alternatives and "
+            "no top-level | is sent (docs/cypher.md); set 'rehearse: true' on a FalkorDB "
+            "server, or write it with CONTAINS, STARTS WITH, ENDS WITH and toLower()"
+        ) from None
+
+
+#: A pattern that opens with a ``.*`` after flags only (after a ``^`` it is tried once).
+_LEADING_DOT_STAR = re.compile(r"(?:\(\?[is]+\))?\.\*")
 
 
 def _degree(code: Sequence[Token], span: tuple[int, int], name: str,
@@ -419,3 +467,157 @@ def _unescaped(text: str) -> str:
 #: The Cypher string escapes FalkorDB 4.16 decodes, to what (its other escapes are kept).
 _CYPHER_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
                    "v": "\v", '"': '"', "'": "'", "\\": "\\", "?": "?"}
+
+
+# -- the linear class: what an untrusted query no rehearsal measures may send ---------------
+
+#: The longest body (:func:`linear`) a pattern of the linear class may have, in characters as
+#: the engine reads them.
+MAX_LINEAR_BODY = 256
+#: The most positions one start of a linear pattern may test (:func:`linear`): its atoms
+#: before and in its group, and the atoms after the group once for each of its alternatives.
+MAX_LINEAR_STEPS = 512
+#: The leading flags the class takes (alone, at the very start).
+_LINEAR_FLAGS = ("(?i)", "(?s)", "(?is)", "(?si)")
+
+
+def linear(pattern: str) -> int:
+    """The positions one start of ``pattern`` may test (at most :data:`MAX_LINEAR_STEPS`), a
+    pattern of the class whose cost is linear in its subject; ValueError naming the rule it
+    breaks for any other. The class: an optional leading ``(?i)``, an optional ``^``, an
+    optional greedy ``.*``, a body, an optional ``.*``, an optional ``$`` (not after that
+    ``.*``). The body has no quantifier, no ``|`` outside its one group at most (a plain or
+    ``(?:`` group of quantifier-free, group-free alternatives), no class but a simple one,
+    only the escapes :func:`_escape` reads, and at most :data:`MAX_LINEAR_BODY` characters.
+    Without a quantifier every start tests each position of the body once and each
+    alternative of its group once, so a failed match costs the subject's length times that;
+    a leading ``.*`` is tried at line starts only (oniguruma anchors it), each such try the
+    line's length times the body."""
+    i = 0
+    for flags in _LINEAR_FLAGS:
+        if pattern.startswith(flags):
+            i = len(flags)
+            break
+    caret = pattern.startswith("^", i)
+    i += caret
+    head = pattern.startswith(".*", i) and not pattern.startswith((".*?", ".*+"), i)
+    i += 2 * head
+    end = len(pattern)
+    dollar = pattern.endswith("$") and not _escaped(pattern, end - 1) and end - 1 >= i
+    end -= dollar
+    if end - 2 >= i and pattern.startswith(".*", end - 2) and not _escaped(pattern, end - 2):
+        if dollar:
+            raise ValueError("a .* before a closing $ (a failed $ takes the .* back one "
+                             "character at a time, the rest of the line each start)")
+        end -= 2
+    steps, alternatives, inside, after, group, k = 0, 0, 0, 0, False, i
+    while k < end:
+        c = pattern[k]
+        if c == "\\":
+            nxt = _escape(pattern, k)
+        elif c == "[":
+            nxt = _simple_class_end(pattern, k, end)
+        elif c == "(":
+            if group:
+                raise ValueError(f"a second group at character {k + 1} (the class holds one)")
+            if pattern.startswith("(?", k) and not pattern.startswith("(?:", k):
+                raise ValueError(f"the group at character {k + 1} is not a plain or (?: "
+                                 "group")
+            group, alternatives = True, 1
+            k += 3 if pattern.startswith("(?:", k) else 1
+            size = 0
+            while k < end and pattern[k] != ")":
+                c = pattern[k]
+                if c == "|":
+                    alternatives, k = alternatives + 1, k + 1
+                    inside, size = inside + size, 0
+                    continue
+                if c in "(*+?{}^$":
+                    raise ValueError(f"{_LINEAR_WHAT.get(c, 'a quantifier')} at character "
+                                     f"{k + 1}, in the group")
+                k = _escape(pattern, k) if c == "\\" else (
+                    _simple_class_end(pattern, k, end) if c == "[" else k + 1)
+                size += 1
+            if k >= end:
+                raise ValueError("a group that does not close")
+            inside += size
+            steps += inside
+            k += 1
+            continue
+        elif c in "*+?{}|)^$":
+            raise ValueError(f"{_LINEAR_WHAT.get(c, 'a quantifier')} at character {k + 1}")
+        else:
+            nxt = k + 1
+        k = nxt
+        if group:
+            after += 1
+        else:
+            steps += 1
+    if head and not caret and i < end and not _literal_head(pattern, i, end):
+        raise ValueError(f"a .* heading the pattern before what is not a literal character "
+                         f"at character {i + 1} (oniguruma then tries the .* at every start: "
+                         "quadratic; begin the body with a literal character, or anchor it "
+                         "with ^)")
+    if end - i > MAX_LINEAR_BODY:
+        raise ValueError(f"a body of {end - i} characters, more than {MAX_LINEAR_BODY}")
+    steps += max(1, alternatives) * after
+    if steps > MAX_LINEAR_STEPS:
+        raise ValueError(f"{steps} positions a start may test (the atoms after its group once "
+                         f"for each of its {alternatives} alternatives), more than "
+                         f"{MAX_LINEAR_STEPS}")
+    return max(1, steps)
+
+
+_LINEAR_WHAT = {"|": "a | outside a group (it takes away the anchoring of a leading .*)",
+                ")": "an unopened )", "^": "a ^ not at the start", "$": "a $ not at the end",
+                "(": "a group in the group"}
+
+
+def _literal_head(pattern: str, i: int, end: int) -> bool:
+    """Whether the body at ``pattern[i:end]`` starts with a literal character (an escaped
+    ASCII punctuation character too), or with a group each of whose alternatives does:
+    what the engine can search for, so that it tries a leading ``.*`` once a line. Before
+    a ``.``, a class or an escaped class (``\\w``) it tried the ``.*`` at every start:
+    ``'.*[^a!]'`` against 8,000 characters took 0.32 s, four times what 4,000 took."""
+    def literal(k: int) -> bool:
+        c = pattern[k:k + 1]
+        if c == "\\":
+            n = pattern[k + 1:k + 2]
+            return bool(n) and n.isascii() and not n.isalnum()
+        return bool(c) and c not in "\\[().|*+?{}^$"
+    if pattern[i] != "(":
+        return literal(i)
+    k = i + (3 if pattern.startswith("(?:", i) else 1)
+    if not literal(k):
+        return False
+    while k < end and pattern[k] != ")":
+        if pattern[k] == "|" and not literal(k + 1):
+            return False
+        k = k + 2 if pattern[k] == "\\" else (
+            _simple_class_end(pattern, k, end) if pattern[k] == "[" else k + 1)
+    return True
+
+
+def _escaped(pattern: str, at: int) -> bool:
+    """Whether ``pattern[at]`` is escaped (an odd run of backslashes before it)."""
+    run = 0
+    while at - run - 1 >= 0 and pattern[at - run - 1] == "\\":
+        run += 1
+    return run % 2 == 1
+
+
+def _simple_class_end(pattern: str, i: int, end: int) -> int:
+    """Where the class opened at ``pattern[i]`` ends (past its ``]``); ValueError for one
+    that is not simple: a class or POSIX bracket inside it, an ``&&`` intersection, an escape
+    :func:`_escape` refuses, no ``]`` before ``end``."""
+    k = i + 1 + (pattern[i + 1:i + 2] == "^")
+    k += pattern[k:k + 1] == "]"
+    while k < end:
+        c = pattern[k]
+        if c == "]":
+            return k + 1
+        if c == "[" or pattern.startswith("&&", k):
+            raise ValueError(f"a class that is not simple at character {i + 1} (a class "
+                             "inside it, or &&)")
+        k = _escape(pattern, k) if c == "\\" else k + 1
+    raise ValueError(f"a class at character {i + 1} that does not close")
