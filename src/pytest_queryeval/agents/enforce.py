@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import shutil
 import threading
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -218,6 +219,10 @@ def _schema_reads(query: str, engine: str) -> set[str]:
 
     from .language import function_tables
 
+    if not query.isascii():  # a name the engine reads past a format character: as DuckDB
+        query = "".join(c for c in query if unicodedata.category(c) != "Cf")
+    if "pragma_" not in query.lower():  # every schema reader's name (a parse is not free)
+        return set()
     try:
         trees = [t for t in sqlglot.parse(query, read=engine) if t is not None]
     except Exception:
