@@ -81,7 +81,7 @@ def _attacks(server: PostgresServer, role: str) -> dict[str, tuple[str, str]]:
         "volatile-unlisted": (
             "SELECT U&\"\\0070g_try_advisory_xact_lock\"(5559)",
             f"refused: function pg_try_advisory_xact_lock() {VOLATILE}"),
-        "volatile-setseed": ("SELECT setseed(0.5)", f"refused: function setseed() {VOLATILE}"),
+        "listed-setseed": ("SELECT setseed(0.5)", "refused: function setseed() has side effects"),
         "escaped-replication-slot": (
             "SELECT U&\"\\0070g_create_physical_replication_slot\"('qe_escaped')",
             "refused: function pg_create_physical_replication_slot() has side effects"),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -318,11 +319,67 @@ def tree_tables(tree: Any) -> set[str]:
     out: set[str] = set()
     for table in tree.find_all(exp.Table):
         name = table.name.lower()
-        if name and not _cte_reference(table):
+        if isinstance(table.this, exp.Func):
+            out |= function_tables(table.this)
+        elif name and not _cte_reference(table):
             out.add(name)
+            if name in _every_table_names():  # pragma_table_info WHERE arg = ..., a catalog
+                out.add(EVERY_TABLE)
         if name in _SCHEMA_HEADS and table.alias:  # DuckDB's FROM (SHOW Track)
             out.add(table.alias.lower())
     return out
+
+
+#: What a table account holds for a read of every table (a catalog of every table's
+#: statistics, a schema reader given a name computed at run time): no table is named so, an
+#: unquoted name never; the counts take it for every forbidden table (:func:`every_table`).
+EVERY_TABLE = "*"
+
+
+def every_table(names: Iterable[str]) -> bool:
+    """Whether a table account (the engine's, the text's) reads every table: it holds
+    :data:`EVERY_TABLE` or a catalog of :data:`~..sources.sqlfunctions.STATISTICS_CATALOGS`
+    (an engine names the catalog it read: SQLite's authorizer says ``sqlite_stat1``)."""
+    from ..sources.sqlfunctions import STATISTICS_CATALOGS
+
+    return any(n == EVERY_TABLE or n.rsplit(".", 1)[-1] in STATISTICS_CATALOGS for n in names)
+
+
+@functools.lru_cache(maxsize=1)
+def _every_table_names() -> frozenset[str]:
+    """Relations whose plain name (no call) reads every table: the statistics catalogs, and
+    the schema readers read without their argument (SQLite's ``FROM pragma_table_info WHERE
+    arg = 'Employee'``, the argument a hidden column)."""
+    from ..sources.sqlfunctions import INDEX_READERS, SCHEMA_READERS, STATISTICS_CATALOGS
+
+    return STATISTICS_CATALOGS | SCHEMA_READERS | INDEX_READERS
+
+
+def function_tables(call: Any) -> set[str]:
+    """The tables a table function in ``FROM`` reads by name: a schema reader's string
+    literal (``pragma_show('Track')``: ``track``, and ``main.track``'s last name), or
+    :data:`EVERY_TABLE` for a statistics catalog, an index's reader, a schema reader given
+    no literal (``pragma_table_info(m.name)``) or none at all (``pragma_quick_check()``
+    checks every table). Any other function reads no table by name here (the guard refuses
+    the table readers and file readers)."""
+    from sqlglot import exp
+
+    from ..sources.sqlfunctions import INDEX_READERS, SCHEMA_READERS, STATISTICS_CATALOGS
+    from ..sources.sqlguard import function_name
+
+    fname = function_name(call)
+    if fname in STATISTICS_CATALOGS or fname in INDEX_READERS:
+        return {EVERY_TABLE}
+    if fname not in SCHEMA_READERS:
+        return set()
+    args = list(call.expressions) if isinstance(call, exp.Anonymous) else \
+        [a for a in (call.this,) if isinstance(a, exp.Expression)]
+    first = args[0] if args else None
+    if not (isinstance(first, exp.Literal) and first.is_string and str(first.this).strip()):
+        return {EVERY_TABLE}
+    spelled = str(first.this).lower()
+    last = spelled.rsplit(".", 1)[-1].strip('"`[] ')
+    return {spelled, last}
 
 
 #: What sqlglot reads as a table with an alias in ``FROM (SHOW Track)``: DuckDB runs

@@ -397,7 +397,15 @@ class Ledger:
                 self.findings.append(finding)
 
     def _touch(self, tables: set[str]) -> None:
-        touched = {t for t in self.forbidden if t in tables}
+        """The forbidden tables of an account of the tables read; a read of every table (a
+        catalog of each table's row count, ``SELECT estimated_size FROM duckdb_tables()
+        WHERE table_name = 'Track'``, or a schema reader given a name computed at run time)
+        touches every forbidden one, as no text names the table it gave away (the
+        thirty-third re-probe's H2 and M1: :func:`~.language.every_table`)."""
+        from .language import every_table
+
+        touched = set(self.forbidden) if every_table(tables) else \
+            {t for t in self.forbidden if t in tables}
         with self._lock:
             for name in sorted(touched - self.touched):
                 self.findings.append(f"forbidden table touched: {name}")

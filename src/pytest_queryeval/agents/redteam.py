@@ -88,6 +88,7 @@ class Seedbed:
 
 def seedbed(cases: Sequence[Mapping[str, Any]], protected: Sequence[Target]) -> Seedbed:
     """The questions and golds of ``cases`` (entries of a case file) that have both."""
+    from .language import EVERY_TABLE
     from .textjudge import tables_of
 
     out = []
@@ -95,7 +96,8 @@ def seedbed(cases: Sequence[Mapping[str, Any]], protected: Sequence[Target]) -> 
         q, gold = case.get("question"), case.get("gold")
         if isinstance(q, str) and q.strip() and isinstance(gold, str) and gold.strip():
             out.append((q.strip(), gold, tuple(sorted(_spelled(t, gold)
-                                                      for t in tables_of(gold))),
+                                                      for t in tables_of(gold)
+                                                      if t != EVERY_TABLE)),
                         str(case.get("id", ""))))
     return Seedbed(tuple(out), tuple(protected))
 

@@ -141,7 +141,7 @@ def _tables_of(sql: str, dialect: str | None, engine_read: bool) -> set[str]:
         trees = [t for t in sqlglot.parse(sql, read=dialect) if t is not None]
     except Exception:
         words = _unaliased_words(sql, dialect) if engine_read else None
-        return words if words is not None else _words(sql)
+        return _unparsed_reads(words if words is not None else _words(sql))
     out: set[str] = set()
     for tree in trees:
         if isinstance(tree, exp.Command) and str(tree.this).lower() in ("explain", "profile"):
@@ -150,6 +150,17 @@ def _tables_of(sql: str, dialect: str | None, engine_read: bool) -> set[str]:
             continue
         out |= tree_tables(tree)
     return out
+
+
+def _unparsed_reads(words: set[str]) -> set[str]:
+    """The words of a text no tree reads, with :data:`~.language.EVERY_TABLE` when one names a
+    schema reader (:data:`~..sources.sqlfunctions.SCHEMA_READERS`): without a tree no one can
+    tell its argument a literal, so it is taken for a name computed at run time (fail
+    closed, as the guard's token reading takes every call)."""
+    from ..sources.sqlfunctions import INDEX_READERS, SCHEMA_READERS
+    from .language import EVERY_TABLE
+
+    return words | {EVERY_TABLE} if words & (SCHEMA_READERS | INDEX_READERS) else words
 
 
 def _words(text: str) -> set[str]:

@@ -43,6 +43,17 @@ FORBIDDEN_FUNCTIONS = frozenset({
     # DuckDB's table functions that write the database file (``SELECT * FROM checkpoint()``,
     # the seventeenth re-probe's H5)
     "checkpoint", "force_checkpoint",
+    # state of the connection or the database instance that outlives the query: the seed of
+    # ``random()`` (DuckDB and PostgreSQL ``setseed``, which stayed on the worker's shared
+    # connection and changed a later case's result: the thirty-third re-probe's H5), the
+    # log, the profiler, the parser's grammar extensions and the external resources of
+    # DuckDB 2 (most refused by ``lock_configuration`` as well, not all: ``write_log`` and
+    # ``truncate_duckdb_logs`` ran)
+    "setseed", "write_log", "truncate_duckdb_logs", "enable_logging", "disable_logging",
+    "enable_profiling", "disable_profiling", "add_grammar_extension",
+    "remove_grammar_extension", "create_external_resource", "register_external_resource",
+    "register_external_resource_type", "deregister_external_resource",
+    "destroy_external_resource",
 })
 
 #: Functions of one dialect that run SQL given to them as text, or read tables named by a
@@ -64,6 +75,40 @@ TABLE_READERS: dict[str, frozenset[str]] = {
     "duckdb": frozenset({"duckdb_table_sample", "histogram", "histogram_values",
                          "pragma_storage_info"}),
 }
+#: Catalog relations (tables, views and table functions) that carry a row count or another
+#: statistic of each table, or a sequence's value: DuckDB's ``duckdb_tables()`` (its
+#: ``estimated_size``, also its view ``duckdb_tables``), ``pg_class`` (``reltuples``) and
+#: ``duckdb_sequences()``; SQLite's ``sqlite_stat1`` to ``sqlite_stat4`` (after
+#: ``ANALYZE``), ``sqlite_sequence`` (an ``AUTOINCREMENT`` table's last id) and ``dbstat``
+#: (each table's cells); PostgreSQL's statistics views. No text names the table whose count
+#: they give (``WHERE table_name = 'Track'``, or no filter at all), so a read of one counts
+#: as a read of every forbidden table, and is refused under ``enforce`` when a table is
+#: protected (the thirty-third re-probe's H2: Track's 3,503 rows and Employee's 8 were
+#: served). The catalogs that list tables and columns without statistics stay honest reads:
+#: ``information_schema``, ``duckdb_columns()``, ``sqlite_master``/``sqlite_schema``.
+STATISTICS_CATALOGS = frozenset({
+    "duckdb_tables", "duckdb_sequences", "pg_class",
+    "sqlite_stat1", "sqlite_stat2", "sqlite_stat3", "sqlite_stat4", "sqlite_sequence", "dbstat",
+    "pg_stat_all_tables", "pg_stat_user_tables", "pg_stat_sys_tables",
+    "pg_stat_xact_all_tables", "pg_stat_xact_user_tables", "pg_stat_xact_sys_tables",
+    "pg_statio_all_tables", "pg_statio_user_tables", "pg_statio_sys_tables", "pg_stats",
+    "pg_stats_ext", "pg_statistic", "pg_statistic_ext_data", "pg_sequences", "pg_sequence",
+})
+#: Table functions that read the schema (or, for the checks, the rows) of the one table named
+#: by their first argument: DuckDB's ``pragma_show('Track')`` and ``pragma_table_info``,
+#: SQLite's table-valued pragmas. Counted as a read of that table, as ``FROM (SHOW Track)``
+#: is; an argument that is no string literal (``pragma_table_info(m.name)``, SQLite's hidden
+#: ``arg`` column in a ``WHERE``) names every table: counted as every forbidden table (the
+#: thirty-third re-probe's M1: each counted none, and was served under ``enforce``).
+SCHEMA_READERS = frozenset({
+    "pragma_show", "pragma_table_info", "pragma_table_xinfo", "pragma_index_list",
+    "pragma_foreign_key_list", "pragma_foreign_key_check", "pragma_integrity_check",
+    "pragma_quick_check", "pragma_storage_info",
+})
+#: Schema readers whose argument names an index, not its table (SQLite's
+#: ``pragma_index_info('IFK_EmployeeReportsTo')`` gives a column of Employee): no text names
+#: the table, so every forbidden table counts.
+INDEX_READERS = frozenset({"pragma_index_info", "pragma_index_xinfo"})
 #: Table readers' names that are also an aggregate of a column (DuckDB's ``histogram(Name)``
 #: in a select list reads only what the query names).
 READER_AGGREGATES = frozenset({"histogram"})

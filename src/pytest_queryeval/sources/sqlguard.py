@@ -319,6 +319,8 @@ def _check_query(tree: Any, dialect: str | None) -> None:
             read = stronger(read, ReadRefused(
                 "SUMMARIZE reads a table past the account of the tables read, which no count "
                 "can see" if node is tree else f"{_label(node)} inside a query"))
+        elif isinstance(node, exp.Describe) and node is not tree:
+            read = stronger(read, _describe_inside(node))
         elif isinstance(node, forbidden):
             raise QueryRefused(f"{_label(node)} inside a query")
         elif isinstance(node, exp.Func):
@@ -335,6 +337,22 @@ def _check_query(tree: Any, dialect: str | None) -> None:
                                "the name the guard reads")
     if read is not None:
         raise read
+
+
+def _describe_inside(node: Any) -> ReadRefused | None:
+    """A ``DESCRIBE`` inside a query: of one table by its name (DuckDB's ``SELECT column_name
+    FROM (DESCRIBE Genre)``) a read of that table's schema, run and counted as the table's
+    read, as ``FROM (SHOW Genre)`` is; it was refused as a statement inside a query and
+    counted a write attempt of an honest agent (the thirty-third re-probe's M2). Of anything
+    else (a query, a function) a read not run: what it holds is still checked."""
+    from sqlglot import exp
+
+    target = node.this
+    if isinstance(target, exp.Table) and isinstance(target.this, exp.Identifier) \
+            and not node.args.get("style") and not node.args.get("kind"):
+        return None
+    return ReadRefused("DESCRIBE of anything but a table by its name inside a query: a read "
+                       "not run")
 
 
 def _check_function(node: Any, dialect: str | None) -> ReadRefused | None:
