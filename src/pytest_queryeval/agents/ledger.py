@@ -290,9 +290,6 @@ class Ledger:
 
         verdict = sql_verdict(sql, dialect) if may_write(sql) else Verdict("read")
         opens = file_access(sql, dialect) if verdict.kind == "read" else None  # read_csv(...)
-        if verdict.kind == "read" and opens is None and is_write(sql, dialect):
-            # the replayed run_query's judge of writes: PIVOT Genre ... (33a H3)
-            verdict = Verdict("write", verdict.tables)
         if verdict.kind == "write" or opens is not None:
             self._write(f"write attempt ({why}{'; ' + opens if opens else ''}): {_short(sql)}")
         elif verdict.kind == "unknown":
@@ -313,20 +310,20 @@ class Ledger:
         Genre ON Name USING count(*)`` through ``execute_sql`` (or with ``replay: false``)
         were no write attempt, though the same text replayed is one (the thirty-third
         re-probe's H3); a read the guard refuses counts the forbidden tables it names, one
-        whose table is computed every forbidden table."""
+        whose table is computed every forbidden table. A form the guard does not run for its
+        form alone (``SHOW``, ``SUMMARIZE``, and prose in another tool's argument: ``Summarize
+        it``) is left to the text's judge of writes above, as before; a text the guard cannot
+        parse is a write when the replay's judge of writes calls it one (DuckDB's ``PIVOT``
+        statement, which creates a type before it reads)."""
         from ..sources.sqlguard import check_read_only
 
         try:
             check_read_only(sql, dialect)
-        except ReadRefused as exc:
+        except (ReadRefused, FormRefused) as exc:
             self._read_refused(sql, exc)
-        except FormRefused as exc:
-            if _a_read(sql, dialect):
-                self._read_refused(sql, exc)
-            else:
-                self._write(f"write attempt ({why}; {exc.reason()}): {_short(sql)}")
         except QuerySyntaxError:
-            pass  # the text's account stands, as the replay's for a text it cannot parse
+            if is_write(sql, dialect):
+                self._write(f"write attempt ({why}): {_short(sql)}")
         except QueryRefused as exc:
             self._write(f"write attempt ({why}; {exc.reason()}): {_short(sql)}")
             self._computed(exc)
