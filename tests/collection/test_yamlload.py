@@ -133,3 +133,26 @@ def test_load_text_values_and_lines() -> None:
     assert doc.line_of("cases") == 2
     assert doc["cases"].line_of(1) == 6
     assert doc["cases"][0].line_of("when") == 5
+
+
+def test_the_depth_check_ends_at_a_stream_already_read() -> None:
+    """A parser past its stream's end gives None from then on; the depth check waited for a
+    StreamEndEvent forever (a collection spun at full CPU: the thirty-fourth re-probe of
+    issue 58). Bounded here: a get that fails the test past 1,000 calls instead of hanging."""
+    import yaml
+
+    from pytest_queryeval._yaml.yamlload import _check_depth
+
+    loader = yaml.SafeLoader("a: [1, 2]\n")
+    while loader.get_event() is not None:
+        pass
+    calls = 0
+
+    def get() -> object:
+        nonlocal calls
+        calls += 1
+        assert calls < 1000, "the depth check kept reading past the stream's end"
+        return loader.get_event()
+
+    _check_depth(get, 0, "queryeval.yaml")
+    assert calls == 1

@@ -189,9 +189,15 @@ MAX_NESTING_DEPTH = 200
 
 
 def _check_depth(get: Callable[[], Any], depth: int, file: str) -> None:  # events: untyped in the stubs
-    """Consume the rest of the event stream, refusing nesting beyond MAX_NESTING_DEPTH."""
+    """Consume the rest of the event stream, refusing nesting beyond MAX_NESTING_DEPTH. A
+    parser past its stream's end gives None from then on: where the event builder had read the
+    end before it declined, this loop waited for a StreamEndEvent forever, and a collection
+    spun at full CPU in ``load_file`` (the thirty-fourth re-probe, two suites in one
+    process)."""
     while True:
         event = get()
+        if event is None:
+            return
         kind = type(event)
         if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
             depth += 1
