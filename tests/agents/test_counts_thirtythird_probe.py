@@ -35,6 +35,7 @@ from tests.agents.test_counts_thirtyfirst_probe import (
     _suite,
     _tracks,
     _unrun,
+    assert_enforced,
     sqlite_reads,
 )
 
@@ -215,13 +216,7 @@ def test_an_enforced_guard_refuses_what_the_plans_read(pytester: pytest.Pytester
         "honest-cte": (one(HONEST["cte-named-like-the-view"]), table, ENFORCE_GATES),
     }
     report = _suite(pytester, {"type": "duckdb", "path": "v.duckdb"}, {**hostile, **honest})
-    _counted(report, hostile, "refused_attempts")
-    for cid in hostile:
-        assert report.by_id[cid]["metrics"]["queries_executed"] == 0.0, report.by_id[cid]
-    for cid in honest:
-        case = report.by_id[cid]
-        assert case["outcome"] == "passed", (cid, case.get("error"), case.get("metrics"))
-        assert case["metrics"]["refused_attempts"] == 0.0, (cid, case["metrics"])
+    assert_enforced(report, hostile, honest)
 
 
 # -- D2: a clean transaction for each account ---------------------------------------------
