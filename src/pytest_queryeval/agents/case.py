@@ -23,7 +23,13 @@ error (``details.agent.uncounted``), never a count of 0; so is the count of a ca
 whose record holds no trajectory and no spans, or messages under another key beside them, or a
 ``sample_rows`` / ``run_query`` call off its schema the plugin's tool loop did not write, or a
 tool message answering a call the trajectory does not make (:mod:`.textcalls`). The replay is
-bounded (:mod:`.replay`)."""
+bounded (:mod:`.replay`).
+
+Why one module of this size: the agent case's steps (the trajectory read, the replay or
+the live loop, the unrun calls, the final query, the metrics) share the case's ledger and
+datasource in one order; split, each step would take the case's whole state through its
+signature.
+"""
 
 from __future__ import annotations
 

@@ -8,6 +8,11 @@ query through :meth:`Ledger.run_query`, which runs it on the case's sandboxed so
 trajectory from outside the plugin is replayed the same way (:func:`replay`), read-only, so
 its counts come from the database too. A write is refused before it reaches the source (the
 source's guard would refuse it as well) and counted: a finding, never silent.
+
+Why one module of this size: every count of a call is taken here, replayed or not (a
+call, its query, the final query, a text judged unrun), and each must read a refusal, a
+write and a table the same way (the thirty-third re-probe found unrun texts counted apart
+from the replay's judgement); apart, each path would keep its own copy of that reading.
 """
 
 from __future__ import annotations

@@ -24,6 +24,11 @@ proof against the next; a pattern of no quantifier is (measured: ``bench/bench_r
 Why a module of its own: the bounds (:mod:`.bounds`) count values built and walked; this one
 reads the pattern a call is given, a small language of its own. It reads the bounds' tokens
 and helpers; the guard calls it.
+
+Why one module of this size: the weighing of a pattern (golds, rehearsed predictions) and
+the linear class (unrehearsed predictions) read the same small language with the same escape
+and class readers; apart, the two would read a pattern differently (the twenty-eighth
+re-probe's H2 was such a difference).
 """
 
 from __future__ import annotations
@@ -350,7 +355,7 @@ def _linear(code: Sequence[Token], span: tuple[int, int], name: str, tok: Token)
             f"not rehearsed may send ({why}). Without a rehearsal nothing bounds how long the "
             "server backtracks on a regular expression, so only a pattern of no quantifier "
             "(a .* heading or ending it aside), at most one group of plain alternatives and "
-            "no top-level | is sent (docs/cypher.md); set 'rehearse: true' on a FalkorDB "
+            "no top-level | is sent; set 'rehearse: true' on a FalkorDB "
             "server, or write it with CONTAINS, STARTS WITH, ENDS WITH and toLower()"
         ) from None
 
@@ -493,23 +498,7 @@ def linear(pattern: str) -> int:
     alternative of its group once, so a failed match costs the subject's length times that;
     a leading ``.*`` is tried at line starts only (oniguruma anchors it), each such try the
     line's length times the body."""
-    i = 0
-    for flags in _LINEAR_FLAGS:
-        if pattern.startswith(flags):
-            i = len(flags)
-            break
-    caret = pattern.startswith("^", i)
-    i += caret
-    head = pattern.startswith(".*", i) and not pattern.startswith((".*?", ".*+"), i)
-    i += 2 * head
-    end = len(pattern)
-    dollar = pattern.endswith("$") and not _escaped(pattern, end - 1) and end - 1 >= i
-    end -= dollar
-    if end - 2 >= i and pattern.startswith(".*", end - 2) and not _escaped(pattern, end - 2):
-        if dollar:
-            raise ValueError("a .* before a closing $ (a failed $ takes the .* back one "
-                             "character at a time, the rest of the line each start)")
-        end -= 2
+    i, end, caret, head = _linear_frame(pattern)
     steps, alternatives, inside, after, group, k = 0, 0, 0, 0, False, i
     while k < end:
         c = pattern[k]
@@ -523,26 +512,9 @@ def linear(pattern: str) -> int:
             if pattern.startswith("(?", k) and not pattern.startswith("(?:", k):
                 raise ValueError(f"the group at character {k + 1} is not a plain or (?: "
                                  "group")
-            group, alternatives = True, 1
-            k += 3 if pattern.startswith("(?:", k) else 1
-            size = 0
-            while k < end and pattern[k] != ")":
-                c = pattern[k]
-                if c == "|":
-                    alternatives, k = alternatives + 1, k + 1
-                    inside, size = inside + size, 0
-                    continue
-                if c in "(*+?{}^$":
-                    raise ValueError(f"{_LINEAR_WHAT.get(c, 'a quantifier')} at character "
-                                     f"{k + 1}, in the group")
-                k = _escape(pattern, k) if c == "\\" else (
-                    _simple_class_end(pattern, k, end) if c == "[" else k + 1)
-                size += 1
-            if k >= end:
-                raise ValueError("a group that does not close")
-            inside += size
+            group = True
+            k, alternatives, inside = _linear_group(pattern, k, end)
             steps += inside
-            k += 1
             continue
         elif c in "*+?{}|)^$":
             raise ValueError(f"{_LINEAR_WHAT.get(c, 'a quantifier')} at character {k + 1}")
@@ -566,6 +538,53 @@ def linear(pattern: str) -> int:
                          f"for each of its {alternatives} alternatives), more than "
                          f"{MAX_LINEAR_STEPS}")
     return max(1, steps)
+
+
+def _linear_frame(pattern: str) -> tuple[int, int, bool, bool]:
+    """Where the body of a pattern of the linear class (:func:`linear`) starts and ends, past
+    its leading flags, ``^`` and ``.*`` and before its ending ``.*`` and ``$``; whether it has
+    the ``^`` and the leading ``.*``."""
+    i = 0
+    for flags in _LINEAR_FLAGS:
+        if pattern.startswith(flags):
+            i = len(flags)
+            break
+    caret = pattern.startswith("^", i)
+    i += caret
+    head = pattern.startswith(".*", i) and not pattern.startswith((".*?", ".*+"), i)
+    i += 2 * head
+    end = len(pattern)
+    dollar = pattern.endswith("$") and not _escaped(pattern, end - 1) and end - 1 >= i
+    end -= dollar
+    if end - 2 >= i and pattern.startswith(".*", end - 2) and not _escaped(pattern, end - 2):
+        if dollar:
+            raise ValueError("a .* before a closing $ (a failed $ takes the .* back one "
+                             "character at a time, the rest of the line each start)")
+        end -= 2
+    return i, end, caret, head
+
+
+def _linear_group(pattern: str, k: int, end: int) -> tuple[int, int, int]:
+    """The one group of a linear body, opening at ``pattern[k]``: where it ends (past its
+    ``)``), its alternatives and the positions they hold together (each tried once a
+    start); ValueError for a quantifier, a group or an anchor in it, or no ``)``."""
+    alternatives, inside, size = 1, 0, 0
+    k += 3 if pattern.startswith("(?:", k) else 1
+    while k < end and pattern[k] != ")":
+        c = pattern[k]
+        if c == "|":
+            alternatives, k = alternatives + 1, k + 1
+            inside, size = inside + size, 0
+            continue
+        if c in "(*+?{}^$":
+            raise ValueError(f"{_LINEAR_WHAT.get(c, 'a quantifier')} at character "
+                             f"{k + 1}, in the group")
+        k = _escape(pattern, k) if c == "\\" else (
+            _simple_class_end(pattern, k, end) if c == "[" else k + 1)
+        size += 1
+    if k >= end:
+        raise ValueError("a group that does not close")
+    return k + 1, alternatives, inside + size
 
 
 _LINEAR_WHAT = {"|": "a | outside a group (it takes away the anchoring of a leading .*)",

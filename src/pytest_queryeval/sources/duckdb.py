@@ -28,6 +28,11 @@ ATTACH, httpfs), ``autoinstall_known_extensions`` / ``autoload_known_extensions`
 extension download or load), ``allow_community_extensions`` false, ``memory_limit``, ``threads``
 and ``temp_directory`` bounded, then ``lock_configuration=true`` so that ``SET`` cannot undo any
 of it.
+
+Why one module of this size: the connection's configuration, the worker functions and
+the account of the tables read (binder and plans) must agree on one locked, read-only
+connection; apart, a setting the account needs (``explain_output``) would be set where the
+connection is not opened.
 """
 
 from __future__ import annotations
