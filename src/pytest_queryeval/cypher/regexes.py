@@ -333,18 +333,25 @@ def _iterates(code: Sequence[Token], scopes: list[tuple[int, ...]], bracket: int
         or (code[bracket].text == "[" and k < len(code) and code[k].text == "(")
 
 
-def _linear(code: Sequence[Token], span: tuple[int, int], name: str, tok: Token) -> int:
-    """The positions a start of the pattern at ``code[span]`` tests (:func:`linear`): one
-    string literal of the linear class, a leading ``.*`` only where the engine is
-    oniguruma's or the match is whole (``string.*``, ``=~``: APOC's calls search with a
-    Java engine, which tries a leading ``.*`` at every start; not measured, so refused)."""
+def _pattern_text(code: Sequence[Token], span: tuple[int, int], name: str, tok: Token) -> str:
+    """The pattern at ``code[span]``, which must be one string literal (else nothing bounds
+    what the server backtracks on it), as FalkorDB hands it to its engine (:func:`_unescaped`,
+    whose ValueError is the caller's refusal to word)."""
     start, end = span
     if end - start != 1 or end > len(code) or code[start].kind != "string":
         raise QueryRefused(f"{name} at {where(tok)} has a pattern that is not one string "
                            "literal: the guard cannot bound how long the server backtracks "
                            "on it")
+    return _unescaped(code[start].text[1:-1])
+
+
+def _linear(code: Sequence[Token], span: tuple[int, int], name: str, tok: Token) -> int:
+    """The positions a start of the pattern at ``code[span]`` tests (:func:`linear`): one
+    string literal of the linear class, a leading ``.*`` only where the engine is
+    oniguruma's or the match is whole (``string.*``, ``=~``: APOC's calls search with a
+    Java engine, which tries a leading ``.*`` at every start; not measured, so refused)."""
     try:
-        text = _unescaped(code[start].text[1:-1])
+        text = _pattern_text(code, span, name, tok)
         if name.startswith("apoc.") and _LEADING_DOT_STAR.match(text):
             raise ValueError("a leading .* in an APOC call (its engine tries it at every "
                              "start)")
@@ -369,13 +376,8 @@ def _degree(code: Sequence[Token], span: tuple[int, int], name: str,
     """The repeated parts, ways and atoms (:func:`weigh`) of the pattern at ``code[span]``,
     which must be one string literal that does not backtrack exponentially, of at most
     :data:`MAX_DEGREE` parts."""
-    start, end = span
-    if end - start != 1 or end > len(code) or code[start].kind != "string":
-        raise QueryRefused(f"{name} at {where(tok)} has a pattern that is not one string "
-                           "literal: the guard cannot bound how long the server backtracks "
-                           "on it")
     try:
-        text = _unescaped(code[start].text[1:-1])
+        text = _pattern_text(code, span, name, tok)
         parts, ways, atoms = weigh(text)
     except ValueError as why:
         raise QueryRefused(f"{name} at {where(tok)}: its pattern holds {why}, which the "
