@@ -200,7 +200,7 @@ def test_the_database_files_path_is_refused_as_file_access(tmp_path: Path, share
         ledger = Ledger.for_tables(["Employee"])
         with pytest.raises(QueryRefused) as refused:
             ledger.run_query(source, query, max_rows=10, timeout=10)
-        assert "gives the database file's path on the host" in refused.value.reason(), query
+        assert "reads the host's file system (the database file's path" in refused.value.reason(), query
         assert str(tmp_path) not in refused.value.reason()
         assert ledger.metrics()["write_attempts"] == 1.0, query
     assert ledger.run_query(source, "SELECT count(*) FROM Genre", max_rows=10,

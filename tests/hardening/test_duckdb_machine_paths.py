@@ -59,8 +59,10 @@ def test_duckdb_settings_show_no_temp_or_home_directory(source: DuckdbSource) ->
 
 
 def test_the_extensions_refusal_names_no_home_directory(source: DuckdbSource) -> None:
+    """A gold reaches the engine's own refusal (a prediction is refused by the guard before:
+    tests/agents/test_counts_thirtysixth.py), which names the home directory."""
     with pytest.raises(QueryRefused) as info:
-        source.execute("SELECT * FROM duckdb_extensions()")
+        source.execute("SELECT * FROM duckdb_extensions()", trusted=True)
     message = info.value.reason()
     assert f'Cannot access directory "{HOME_LABEL}/.duckdb/extensions/' in message
     assert HOME + "/" not in message
@@ -78,16 +80,16 @@ def test_the_json_report_holds_no_machine_path(pytester: pytest.Pytester) -> Non
     _build(pytester.path / "d.duckdb")
     pytester.makefile(".yaml", queryeval="datasources:\n  d: {type: duckdb, path: d.duckdb}\n"
                                          "record_only: true\n")
-    cases = [
-        ("temp", "SELECT current_setting('temp_directory')"),
-        ("settings", "SELECT name, value FROM duckdb_settings()"),
-        ("extensions", "SELECT * FROM duckdb_extensions()"),
-        ("good", "SELECT 1"),
+    cases = [  # (id, gold, predicted): the extensions' refusal by the engine is a gold's
+        ("temp", "SELECT 1", "SELECT current_setting('temp_directory')"),
+        ("settings", "SELECT 1", "SELECT name, value FROM duckdb_settings()"),
+        ("extensions", "SELECT * FROM duckdb_extensions()", "SELECT 1"),
+        ("good", "SELECT 1", "SELECT 1"),
     ]
     pytester.makefile(".yaml", test_dd=json.dumps({"kind": "sql", "datasource": "d", "cases": [
-        {"id": i, "question": "q", "gold": "SELECT 1", "predicted": p} for i, p in cases]}))
+        {"id": i, "question": "q", "gold": g, "predicted": p} for i, g, p in cases]}))
     result = pytester.runpytest("--queryeval-json=r.json")
-    result.assert_outcomes(passed=3, failed=1)  # no thresholds: only the refusal fails
+    result.assert_outcomes(passed=3, failed=1)  # no thresholds: only the gold's refusal fails
     text = (pytester.path / "r.json").read_text()
     assert TEMP_LABEL in text and f"{HOME_LABEL}/.duckdb/extensions" in text
     assert HOME + "/" not in text

@@ -26,11 +26,18 @@ from .sqlfunctions import (
 
 #: Table functions and views of one dialect that give the database file's path on the host
 #: (DuckDB's ``duckdb_databases()``, a view too, and ``pragma_database_list``; SQLite's
-#: ``pragma_database_list``): to an agent's tool or a prediction that is the host's file
-#: system, refused as file access as a file read is (its rows are also scrubbed of the path
-#: where the engine can give it otherwise, ``duckdb.machine_paths``).
+#: ``pragma_database_list``) or open a directory of the host (DuckDB's
+#: ``duckdb_extensions()``, ``duckdb_extension_repositories()`` and ``duckdb_secrets()``,
+#: which list the extension and secret directories; with external access off the engine
+#: refuses them only when they run): to an agent's tool or a prediction that is the host's
+#: file system, refused as file access as a file read is (its rows are also scrubbed of the
+#: path where the engine can give it otherwise, ``duckdb.machine_paths``). Refused by the
+#: guard, not left to the engine, so a call the replay does not run is judged as the replayed
+#: one (``duckdb_secrets()`` counted a write attempt replayed and none unrun: the
+#: thirty-fourth re-probe's M1).
 _DIALECT_PATH_VIEWS: dict[str, frozenset[str]] = {
-    "duckdb": frozenset({"duckdb_databases", "pragma_database_list"}),
+    "duckdb": frozenset({"duckdb_databases", "pragma_database_list", "duckdb_extensions",
+                         "duckdb_extension_repositories", "duckdb_secrets"}),
     "sqlite": frozenset({"pragma_database_list"}),
 }
 
@@ -38,8 +45,9 @@ _DIALECT_PATH_VIEWS: dict[str, frozenset[str]] = {
 def check_path_view(name: str, dialect: str | None) -> None:
     """Refuse a function or view of :data:`_DIALECT_PATH_VIEWS`."""
     if name.lower() in _DIALECT_PATH_VIEWS.get(dialect or "", frozenset()):
-        raise QueryRefused(f"{name.lower()} gives the database file's path on the host: file "
-                           "access, refused")
+        raise QueryRefused(f"{name.lower()} reads the host's file system (the database "
+                           "file's path, the extension or secret directories): file access, "
+                           "refused")
 
 
 #: Dialects whose engine reads a table named like a file as that file (DuckDB's replacement
