@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from ..sources.sqlfunctions import INDEX_READERS, STATISTICS_CATALOGS
 from .fromlists import forbidden_read, words
 from .lead import FORMAT_CHARS
 from .textmarkup import has_markup, lined
@@ -129,4 +130,29 @@ def floor_finding(seen: str, coded: str, forbidden: tuple[str, ...]
         start = forbidden_read(plain, forbidden)
         if start is not None:
             return start, plain, "reads a forbidden table"
+        start = _every_table(plain) if forbidden else None
+        if start is not None:
+            return start, plain, "reads every table's statistics or a table named at run time"
     return None
+
+
+#: The catalogs of each table's statistics and the readers of an index (the ledger's
+#: :data:`~..sources.sqlfunctions.STATISTICS_CATALOGS` and ``INDEX_READERS``), read in a
+#: ``FROM`` list as a forbidden table is (:func:`~.fromlists.forbidden_read`).
+_CATALOGS = tuple(sorted(STATISTICS_CATALOGS | INDEX_READERS))
+#: A schema reader given anything but one string literal (``pragma_show('Tr' || 'ack')``):
+#: the table it reads is named at run time.
+_COMPUTED_READER = re.compile(
+    r"(?<![\w$])pragma_(?:show|table_x?info|index_list|foreign_key_list|foreign_key_check"
+    r"|integrity_check|quick_check|storage_info)[\"`]?\s*\((?!\s*'[^'\n]{0,256}+'\s*\))")
+
+
+def _every_table(plain: str) -> int | None:
+    """Where ``plain`` reads what the ledger counts as every forbidden table (a catalog of each
+    table's row count, an index's reader, a schema reader of a table named at run time), or
+    None: the floor read none of them (``SELECT estimated_size FROM duckdb_tables() WHERE
+    table_name = 'Track'`` in a ``sql`` fence: the thirty-fourth re-probe's L3)."""
+    computed = _COMPUTED_READER.search(plain)
+    found = [at for at in (forbidden_read(plain, _CATALOGS),
+                           computed.start() if computed else None) if at is not None]
+    return min(found) if found else None

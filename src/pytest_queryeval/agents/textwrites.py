@@ -94,6 +94,11 @@ _WRITE = re.compile(
     r"checkpoint(?<![\w]checkpoint)[\"`]?\s*\(\s*(?:'[^'\n]{0,256}+'\s*)?\)|"
     r"force_checkpoint(?<![\w]force_checkpoint)[\"`]?\s*\(|"
     r"(?:next|set)val(?<![\w]nextval)(?<![\w]setval)[\"`]?\s*\(|"
+    # the state of the shared connection a query's function leaves: the seed of ``random()``,
+    # DuckDB's log and profiler (the guard's FORBIDDEN_FUNCTIONS; the thirty-fourth
+    # re-probe's L3: ``SELECT setseed(0.5)`` in a fence was no write to the floor)
+    r"(?<![\w$])(?:setseed|write_log|truncate_duckdb_logs|(?:en|dis)able_(?:logging|profiling))"
+    r"[\"`]?\s*\(|"
     r"clear(?<![\w]clear)\s+(?:silent\s+)?(?:graph\s*<|default\b|named\b|all\b)|"
     rf"set(?<![\w]set)\s+{_GNAME}\s*(?:\.\s*{_GNAME}\s*=|:\s*\w+|\+=|=\s*[{{$])|"
     rf"remove(?<![\w]remove)\s+{_GNAME}\s*[.:]\s*{_GNAME}|"
