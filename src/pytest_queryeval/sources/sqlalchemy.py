@@ -319,14 +319,7 @@ class SqlAlchemySource(SourceDefaults):
         if self.backend != "postgresql":
             raise QueryFailed(f"the {self.backend} backend gives no plan to read tables from")
         check_read_only(query, self.dialect)
-        if self.isolation == "process":
-            box, spec = self._sandbox()
-            hard = seconds + _WATCHDOG_GRACE + _HARD_GRACE + _KILL_GRACE
-            table = call_query(box, worker_plan, spec, query, seconds, timeout=seconds,
-                               hard_timeout=hard, max_bytes=self.max_bytes,
-                               max_memory=self.max_memory, killed="its worker was killed")
-        else:
-            table = self._plan_here(query, seconds)
+        table = self._compiled(worker_plan, self._plan_here, query, seconds)
         plan = table.rows[0][0] if table.rows and table.rows[0] else None
         if isinstance(plan, str):
             plan = json.loads(plan)
@@ -349,15 +342,21 @@ class SqlAlchemySource(SourceDefaults):
         over a table is a name the text reads and the engine resolves (``SELECT * FROM staff``,
         ``staff`` a view of Employee, was no read of Employee here, while the ``sqlite``
         datasource's authorizer counted it: the thirty-third re-probe)."""
-        if self.isolation == "process":
-            box, spec = self._sandbox()
-            hard = seconds + _WATCHDOG_GRACE + _HARD_GRACE + _KILL_GRACE
-            table = call_query(box, worker_sqlite_reads, spec, query, seconds, timeout=seconds,
-                               hard_timeout=hard, max_bytes=self.max_bytes,
-                               max_memory=self.max_memory, killed="its worker was killed")
-        else:
-            table = self._sqlite_reads_here(query, seconds)
+        table = self._compiled(worker_sqlite_reads, self._sqlite_reads_here, query, seconds)
         return frozenset(str(row[0]) for row in table.rows)
+
+    def _compiled(self, worker: Callable[..., Reply], here: Callable[[str, float], ResultTable],
+                  query: str, seconds: float) -> ResultTable:
+        """``query`` compiled, never run, by ``worker`` in the sandbox worker, or by ``here``
+        on this process's pool with ``isolation: thread``: one bound for the plan and the
+        authorizer's account alike."""
+        if self.isolation != "process":
+            return here(query, seconds)
+        box, spec = self._sandbox()
+        hard = seconds + _WATCHDOG_GRACE + _HARD_GRACE + _KILL_GRACE
+        return call_query(box, worker, spec, query, seconds, timeout=seconds,
+                          hard_timeout=hard, max_bytes=self.max_bytes,
+                          max_memory=self.max_memory, killed="its worker was killed")
 
     def _sqlite_reads_here(self, query: str, timeout: float) -> ResultTable:
         """:meth:`_sqlite_reads` on this process's pool: the pooled connection's ``sqlite3``
