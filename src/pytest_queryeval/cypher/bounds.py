@@ -155,16 +155,20 @@ _CLAUSES = frozenset({"MATCH", "WHERE", "WITH", "RETURN", "UNWIND", "ORDER", "SK
 
 def nearest_outside(code: Sequence[Token], i: int, found: Callable[[int], bool]) -> int | None:
     """The index of the nearest token before ``code[i]``, outside the brackets around it, for
-    which ``found`` holds (None when none): where the clause an expression is in starts.
-    :func:`.unwritable.check_falkordb` asks it too."""
+    which ``found`` holds (None when none): where the clause an expression is in starts. A
+    bracket group closed before it is passed over whole, at every level out: the level once
+    counted down at the bracket around it let the words of a later group of the outer level
+    stand for its clause (``RETURN [x IN r WHERE x > 0] AS a, (range(1, 1000000)) AS b``:
+    the range was taken for a ``WHERE``'s, the thirty-sixth re-probe); a closer no bracket
+    opened hides everything before it."""
     level = 0
     for k in range(i - 1, -1, -1):
         tok = code[k]
         if tok.kind == "punct" and tok.text in _CLOSE:
             level += 1
         elif tok.kind == "punct" and tok.text in _OPEN:
-            level -= 1
-        elif level <= 0 and found(k):
+            level = max(level - 1, 0)  # a group passed over ends; a bracket around it: out
+        elif level == 0 and found(k):
             return k
     return None
 
