@@ -56,7 +56,7 @@ PER_ROW = [
 
 @pytest.mark.parametrize("name", sorted(DATES))
 def test_a_date_after_a_group_with_a_where_is_refused(name: str) -> None:
-    with pytest.raises(QueryRefused, match="stops on a (date|duration) value"):
+    with pytest.raises(QueryRefused, match=r"stops on a (date|duration) value"):
         unwritable.check_falkordb(DATES[name])
 
 
