@@ -24,7 +24,7 @@ import pytest
 
 from pytest_queryeval.cypher import unwritable
 from pytest_queryeval.cypher.bounds import check_evaluation
-from pytest_queryeval.cypher.guard import _code, tokens
+from pytest_queryeval.cypher.guard import Token, _code, tokens
 from pytest_queryeval.errors import QueryRefused
 from tests.cypher.test_cypher_twentyseventh import refused_unsent_then_honest_pass
 from tests.fixtures.bolt_server import require
@@ -77,7 +77,7 @@ def test_the_brackets_are_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = 0
     feeds = unwritable._feeds
 
-    def counted(code: list[unwritable.Token], k: int) -> str | None:
+    def counted(code: list[Token], k: int) -> str | None:
         nonlocal calls
         calls += 1
         return feeds(code, k)
