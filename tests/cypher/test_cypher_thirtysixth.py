@@ -2,8 +2,8 @@
 the server's walls reads.
 
 H (found while reading the walls of ``rehearse: false``): the nearest clause word "outside the
-brackets around" an expression (``bounds.nearest_outside``) counted its level down at the
-bracket around the expression and then took the words of an earlier bracket group of the
+brackets around" an expression (``bounds.nearest_outside``, now ``outside_each``) counted
+its level down at the bracket around the expression and then took the words of an earlier bracket group of the
 outer level as the expression's own clause. ``RETURN [x IN range(1,2) WHERE x > 0] AS a,
 [date()] AS d`` read the date as compared in a ``WHERE``: sent, the date in the reply killed
 the FalkorDB server (4.16.3: its Bolt listener cannot write one) and every later case erred;
@@ -13,7 +13,9 @@ group closed before the expression is passed over whole.
 
 M1 (36c): ``unwritable.check_falkordb`` scanned the whole query two or three times for each
 ``date()``: a 64 KiB prediction of 7,220 ``date()=1`` comparisons held the pytest process
-44 s. Its brackets are read once now (``unwritable._Shape``).
+44 s, and ``bounds._check_per_row`` walked back from each ``range()`` of a projection to its
+clause (5,908 ``range(1,2)`` in one ``RETURN``: 20 s). Both read a query's brackets once now
+(``bounds.outside_each``, ``unwritable._Shape``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_queryeval.cypher import unwritable
+from pytest_queryeval.cypher import bounds, unwritable
 from pytest_queryeval.cypher.bounds import check_evaluation
 from pytest_queryeval.cypher.guard import Token, _code, tokens
 from pytest_queryeval.errors import QueryRefused
@@ -87,6 +89,23 @@ def test_the_brackets_are_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
     unwritable.check_falkordb(query)  # each compared: passes
     assert len(query) > 64_000
     assert calls < 3 * len(_code(tokens(query))), calls
+
+
+def test_a_projections_ranges_read_their_clause_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """36c M1, its second cause: the clause of each ``range()`` is read in one pass of the
+    query, not one walk back a range."""
+    walks = 0
+    each = bounds.outside_each
+
+    def counted(code: list[Token], found: object) -> list[int | None]:
+        nonlocal walks
+        walks += 1
+        return each(code, found)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bounds, "outside_each", counted)
+    query = "RETURN " + "range(1,2)," * 5908 + "1 AS x"
+    check_evaluation(_code(tokens(query)))  # 11,816 values in all: passes
+    assert len(query) > 64_000 and walks == 1
 
 
 def test_the_server_lives_and_the_honest_cases_pass(pytester: pytest.Pytester,

@@ -133,14 +133,14 @@ def _check_ranges(code: Sequence[Token]) -> dict[int, tuple[int, int]]:
 #: What one range builds times the ranges iterated around it may not pass :data:`MAX_RANGE`.
 MAX_RANGE_WORK = 10 * MAX_RANGE
 def _check_per_row(code: Sequence[Token], i: int, what: str, work: int, rows: list[int],
-                   literal: bool) -> None:
+                   literal: bool, clauses: list[str]) -> None:
     """Refuse a ``range()`` or list literal (``literal``) at ``code[i]`` whose ``work``
     values, built again on each row it is evaluated in (at most :data:`REPLY_ROWS` kept in
     the reply), pass :data:`MAX_RANGE_WORK`: the eighth re-probe's ``MATCH (a),(b),(c),(d),
     (e) RETURN range(1, 1000000)``, 16 MB a row, aborted a 4 GB server. Only a projection's
     (``WITH``, ``RETURN``) lists are kept with the rows; an ``UNWIND``'s or a ``WHERE``'s
     pass, and the server checks its timeout between rows."""
-    if not literal or _clause_of(code, i) not in ("WITH", "RETURN"):
+    if not literal or clauses[i] not in ("WITH", "RETURN"):
         return  # a list a row is unwound into, or matched against, is not kept
     on = rows[i]
     if work * min(on, REPLY_ROWS) > MAX_RANGE_WORK:
@@ -153,33 +153,37 @@ _CLAUSES = frozenset({"MATCH", "WHERE", "WITH", "RETURN", "UNWIND", "ORDER", "SK
                       "CALL", "YIELD", "UNION", "OPTIONAL", "LOAD", "FOREACH"})
 
 
-def nearest_outside(code: Sequence[Token], i: int, found: Callable[[int], bool]) -> int | None:
-    """The index of the nearest token before ``code[i]``, outside the brackets around it, for
-    which ``found`` holds (None when none): where the clause an expression is in starts. A
-    bracket group closed before it is passed over whole, at every level out: the level once
-    counted down at the bracket around it let the words of a later group of the outer level
-    stand for its clause (``RETURN [x IN r WHERE x > 0] AS a, (range(1, 1000000)) AS b``:
-    the range was taken for a ``WHERE``'s, the thirty-sixth re-probe); a closer no bracket
-    opened hides everything before it."""
-    level = 0
-    for k in range(i - 1, -1, -1):
-        tok = code[k]
-        if tok.kind == "punct" and tok.text in _CLOSE:
-            level += 1
-        elif tok.kind == "punct" and tok.text in _OPEN:
-            level = max(level - 1, 0)  # a group passed over ends; a bracket around it: out
-        elif level == 0 and found(k):
-            return k
-    return None
+def outside_each(code: Sequence[Token], found: Callable[[int], bool]) -> list[int | None]:
+    """For each token, the index of the nearest token before it, outside the brackets around
+    it, for which ``found`` holds (None when none): where the clause an expression is in
+    starts. One pass for the whole query: a walk back from each expression cost the square of
+    the query's length, 20 s of the pytest process for 5,908 ``range(1,2)`` in one 64 KiB
+    ``RETURN`` (the thirty-sixth re-probe's M1; :func:`.unwritable.check_falkordb` asks it
+    too). A bracket group closed before a token is passed over whole (the walk back let the
+    words of an earlier group of the outer level stand for its clause: ``RETURN [x IN r WHERE
+    x > 0] AS a, (range(1, 1000000)) AS b`` took the range for a ``WHERE``'s); a closer no
+    bracket opened hides everything before it."""
+    out: list[int | None] = []
+    around: list[int | None] = []  # what was seen before each bracket open around
+    seen: int | None = None
+    for k, tok in enumerate(code):
+        out.append(seen)
+        if tok.kind == "punct" and tok.text in _OPEN:
+            around.append(seen)
+        elif tok.kind == "punct" and tok.text in _CLOSE:
+            seen = around.pop() if around else None
+        elif found(k):
+            seen = k
+    return out
 
 
-def _clause_of(code: Sequence[Token], i: int) -> str:
-    """The clause the token at ``code[i]`` is in: the nearest clause word before it, outside
-    the brackets around it ("" when none)."""
-    k = nearest_outside(code, i, lambda k: code[k].kind == "word"
-                        and code[k].text.upper() in _CLAUSES
-                        and not (k and code[k - 1].text in (".", ":")))
-    return "" if k is None else code[k].text.upper()
+def _clauses(code: Sequence[Token]) -> list[str]:
+    """The clause each token is in: the nearest clause word before it, outside the brackets
+    around it ("" when none)."""
+    return ["" if k is None else code[k].text.upper()
+            for k in outside_each(code, lambda k: code[k].kind == "word"
+                                  and code[k].text.upper() in _CLAUSES
+                                  and not (k and code[k - 1].text in (".", ":")))]
 
 
 #: Words that start the expression an ``AS`` names.
@@ -626,6 +630,7 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
     own.update({(k, bracket): walked.get(bracket, 1) for k, bracket in steady.items()})
     rows = _rows(code, ranges)
     total = peak = 0
+    clauses = _clauses(code) if sources else []
     for i in sorted(sources):
         work = sources[i]
         for bracket in scopes[i]:  # not repeated by the iteration over the list it is in
@@ -644,7 +649,7 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
                                f"ranges build and walk past {MAX_RANGE_WORK:,}: the server "
                                "evaluates an expression without checking its timeout")
         _check_per_row(code, i, what, work, rows, i in ranges or (
-            code[i].text == "[" and not _pattern_comprehension(code, i)))
+            code[i].text == "[" and not _pattern_comprehension(code, i)), clauses)
     return walked, peak, sources
 
 

@@ -11,6 +11,7 @@ on the plugin's copy (:mod:`.rehearsal`) it holds for the gold and for ``rehears
 from __future__ import annotations
 
 from ..errors import QueryRefused
+from .bounds import outside_each
 from .guard import _CLOSE, _NOT_OPERANDS, _OPEN, Token, _code, _dotted, tokens, where
 
 #: Functions whose value FalkorDB's Bolt listener cannot write: a date, a duration, a local
@@ -68,22 +69,15 @@ class _Shape:
         self.code = code
         self.opening: list[int | None] = []
         self.closing: dict[int, int] = {}
-        self.clause: list[int | None] = []  # the nearest word of _FEEDS outside (None: none)
-        stack: list[tuple[int, int | None]] = []  # (open bracket, the clause word before it)
-        seen: int | None = None
+        # the nearest word of _FEEDS outside the brackets around each token
+        self.clause = outside_each(code, lambda k: _feeds(code, k) is not None)
+        stack: list[int] = []
         for k, tok in enumerate(code):
-            self.opening.append(stack[-1][0] if stack else None)
-            self.clause.append(seen)
+            self.opening.append(stack[-1] if stack else None)
             if tok.kind == "punct" and tok.text in _OPEN:
-                stack.append((k, seen))
-            elif tok.kind == "punct" and tok.text in _CLOSE:
-                if stack:  # the clause words inside the group are not the outside's
-                    opened, seen = stack.pop()
-                    self.closing[opened] = k
-                else:  # a closer no bracket opened: nothing before it is outside it
-                    seen = None
-            elif _feeds(code, k) is not None:
-                seen = k
+                stack.append(k)
+            elif tok.kind == "punct" and tok.text in _CLOSE and stack:
+                self.closing[stack.pop()] = k
 
 
 #: Functions whose value is a plain scalar whatever temporal or point argument they are
