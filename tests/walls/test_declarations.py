@@ -178,6 +178,10 @@ def test_rehearse_false_gives_up_the_time_limit_of_a_bolt_datasource(
     assert walls.of_spec({"rehearse": 0}).holds("time_limit")
     assert {k for k, _ in unrehearsed.items()} == set(MEANINGS)
     assert walls.gave_up({"rehearse": False})["time_limit"][1] == "rehearse"
+    for wall in ("process", "read_only", "memory_bound"):  # the copy's walls: the server's
+        assert unrehearsed.unmet()[wall].startswith("with rehearse: false"), wall
+        assert "copy" not in unrehearsed.unmet()[wall], wall
+        assert "copy" in walls.of_spec({}).unmet()[wall] or wall == "memory_bound", wall
 
 
 def test_a_wall_given_up_by_a_key_names_a_wall() -> None:

@@ -57,8 +57,17 @@ BOLT_WALLS: dict[str, Any] = dict(
 #: What ``rehearse: false`` gives up on a FalkorDB server (docs/cypher.md, "Without the
 #: rehearsal"): predictions run on the server itself, which checks its timeout between rows
 #: only, so the time limit of one expression is the lexical cost bounds' estimate, not a wall
-#: (the twenty-sixth to thirty-third re-probes each found a form they under-counted).
+#: (the twenty-sixth to thirty-third re-probes each found a form they under-counted). The
+#: walls the copy held for a FalkorDB server are the server's again, and their warnings say so
+#: (they spoke of the copy, which does not run: the thirty-sixth re-probe's L2).
 UNREHEARSED_WALLS = dict(
+    process="cannot: with rehearse: false every query runs on the server itself, and a query "
+            "that crashes it takes it down for every later case",
+    read_only="cannot: with rehearse: false a prediction reaches the FalkorDB server, whose "
+              "Bolt listener runs every query read-write: the guard's refusal before sending "
+              "is the only layer",
+    memory_bound="cannot: with rehearse: false a query's memory is the server's own (its "
+                 "QUERY_MEM_CAPACITY, which it checks between rows only)",
     time_limit="cannot: with rehearse: false a prediction runs on the FalkorDB server itself, "
                "which checks its timeout only between rows: inside one expression the bound "
                "is the lexical cost estimate, and a form it misses keeps the server busy past "
