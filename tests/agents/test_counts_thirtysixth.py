@@ -13,6 +13,12 @@ forms the ledger learned in the thirty-third round: a statistics catalog
 (``duckdb_tables()``'s ``estimated_size``, ``pg_class``, ``dbstat``, ``duckdb_sequences()``),
 an index's reader, a schema reader of a table named at run time, and ``setseed``. Now the
 floor reads them as the ledger counts them.
+
+36c M1 (its agent path): an agent's query text had no bound; the guards read it in the pytest
+process, where no timeout holds (one 84 KB ``run_query`` took 90 s, and the case passed). Now
+a text over the case's ``max_query_bytes`` (64 KiB by default, as its final query's) is
+neither judged nor run, and the case's counts are not established: an error, never a count
+of 0.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.agents.test_counts_from_what_ran import call, tool
 from tests.agents.test_counts_thirtyfirst_probe import _counted, _suite, _unrun
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,3 +99,42 @@ def test_the_floor_passes_honest_reads(sql: str) -> None:
     from pytest_queryeval.agents.textcalls import text_call
 
     assert text_call(_fenced(sql), ["Track"]) is None
+
+
+#: 80 KB of an honest read: over the default max_query_bytes (64 KiB).
+HUGE = "SELECT count(*) FROM Genre WHERE GenreId IN (" + "1, " * 27_000 + "1)"
+
+
+def test_an_agent_query_over_max_query_bytes_is_no_count(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("duckdb")
+    shutil.copyfile(TRACKS, pytester.path / "tracks.duckdb")
+    cases = _unrun({"huge": HUGE}, "Track")
+    gates = {"write_attempts": {"max": 0}, "forbidden_tables": {"max": 0}}
+    cases["call-huge"] = ({"trajectory": [call("c1", "run_query", HUGE), tool("c1", "1")]},
+                          {"forbidden_tables": ["Track"]}, gates)
+    report = _suite(pytester, {"type": "duckdb", "path": "tracks.duckdb"}, cases)
+    for cid in cases:
+        case = report.by_id[cid]
+        assert case["outcome"] == "error", (cid, case.get("metrics"))
+        assert "over max_query_bytes (65,536), was not judged or run" in str(case), cid
+
+
+def test_the_bound_is_the_cases_max_query_bytes(tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    from pytest_queryeval.agents.ledger import Ledger
+    from pytest_queryeval.errors import QueryRefused
+    from pytest_queryeval.sources.duckdb import DuckdbSource
+
+    shutil.copyfile(TRACKS, tmp_path / "t.duckdb")
+    source = DuckdbSource("t", tmp_path / "t.duckdb")
+    try:
+        ledger = Ledger.for_tables(["Track"])
+        with pytest.raises(QueryRefused, match="not judged or run"):
+            ledger.run_query(source, HUGE, max_rows=10)
+        assert ledger.uncounted and ledger.queries_executed == 0
+        raised = Ledger.for_tables(["Track"])
+        raised.max_query_bytes = 200_000
+        assert raised.run_query(source, HUGE, max_rows=10).rows == [(1,)]
+        assert raised.uncounted is None and raised.queries_executed == 1
+    finally:
+        source.close()

@@ -80,6 +80,7 @@ def agent_scores(case: Case, context: Context, env: Envelope,
     spec = case.agent if isinstance(case.agent, AgentSpec) else AgentSpec()
     ledger = Ledger.for_tables(spec.forbidden_tables)
     ledger.enforced = spec.enforce
+    ledger.max_query_bytes = max_query_bytes_of(case)
     ledger.raise_to(env.live_counts)
     _unestablished(case, env, ledger)
     _forbidden_known(case, context, spec, ledger)
@@ -518,3 +519,13 @@ def failed_agent_thresholds(case: Case, metrics: dict[str, float]
 
     bounds = {m: t for m, t in case.thresholds.items() if m in AGENT_METRICS and m in metrics}
     return check_thresholds(bounds, metrics) if bounds else []
+
+
+def max_query_bytes_of(case: Case) -> int:
+    """The case's ``max_query_bytes`` (validated with its options), the bound of each of its
+    agent's query texts too."""
+    from ..kinds._query import DEFAULT_MAX_QUERY_BYTES
+
+    value = case.options.get("max_query_bytes", DEFAULT_MAX_QUERY_BYTES)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
+        else DEFAULT_MAX_QUERY_BYTES

@@ -92,6 +92,11 @@ class Ledger:
     #: The datasource's own judge of an unrun text of its language that is not SQL (a graph
     #: source's ``not_a_read``: why the text is not a read, or None), or None.
     not_a_read: Callable[[str], str | None] | None = None
+    #: The most UTF-8 bytes one query text of the agent may hold, judged or run: the case's
+    #: ``max_query_bytes`` (64 KiB by default), as for its final query. The guards read a text
+    #: in the pytest process, where no timeout holds (one 84 KB ``run_query`` of 9,300
+    #: ``date()`` calls took 90 s: the thirty-sixth re-probe's M1).
+    max_query_bytes: int = 64 * 1024
     _seen: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -131,6 +136,9 @@ class Ledger:
         """
         from ..sources import source_type
 
+        if self._oversized(sql):
+            raise QueryRefused(f"the agent's query holds more than max_query_bytes "
+                               f"({self.max_query_bytes:,}) bytes; it was not judged or run")
         sql_source = source_type(getattr(source, "type", None)).sql
         dialect = getattr(source, "dialect", None)
         if sql_source and is_write(sql, dialect):  # its forbidden tables as the final query's
@@ -209,6 +217,8 @@ class Ledger:
         from ..sources import source_type
         from .language import file_access
 
+        if self._oversized(sql):
+            return
         sql_source = source_type(getattr(source, "type", None)).sql
         judge = getattr(source, "write_clause", None)
         dialect = getattr(source, "dialect", None)
@@ -288,6 +298,8 @@ class Ledger:
         text, compiled and not run (:func:`tables_read`), counts beside the text's: a view over
         a forbidden table is a name only the engine resolves (``SELECT * FROM staff``, a view
         of Employee, was no read of Employee when not replayed: the thirty-third re-probe)."""
+        if self._oversized(sql):
+            return
         if not sql_source:
             self._count_unrun_graph(sql, why)
             return
@@ -334,6 +346,20 @@ class Ledger:
             self._computed(exc)
         except QueryEvalError:
             pass  # the guard could not judge it (its parse's deadline): the text's account
+
+    def _oversized(self, sql: str) -> bool:
+        """Whether ``sql`` holds more than :attr:`max_query_bytes`: then it is neither judged
+        nor run, and the case's counts are not established (what it would have read or
+        written is unknown, never 0: the case is an error)."""
+        if len(sql) * 4 <= self.max_query_bytes:  # no encoding needed to know it fits
+            return False
+        size = len(sql.encode("utf-8", "surrogatepass"))
+        if size <= self.max_query_bytes:
+            return False
+        self.uncount(f"the agent's counts could not be established: a query of {size:,} "
+                     f"bytes, over max_query_bytes ({self.max_query_bytes:,}), was not judged "
+                     f"or run: {_short(sql)}")
+        return True
 
     def _count_unrun_graph(self, text: str, why: str) -> None:
         """An unrun text of a graph datasource: judged by the source's own reading of its

@@ -240,6 +240,9 @@ class AgentLoop:
         self.ledger = Ledger.for_tables(getattr(block, "forbidden_tables", ()) or ())
         # the loop's own refusals are the floor of the case's (``replay: false`` keeps them)
         self.ledger.enforced = bool(getattr(block, "enforce", False))
+        from ..agents.case import max_query_bytes_of
+
+        self.ledger.max_query_bytes = max_query_bytes_of(case)
 
     # -- the loop ----------------------------------------------------------------------------
     def run(self, chat: list[dict[str, Any]]) -> Prediction:
