@@ -24,9 +24,9 @@ FORMS = {"comment": "MATCH (n) DETACH DELETE n /*",
 
 
 def graph_suite(pytester: pytest.Pytester, forms: dict[str, str],
-                **source: object) -> None:
+                case: dict[str, object] | None = None, **source: object) -> None:
     """A ladybug suite of the example's graph, one agent case per form: its trajectory one
-    ``run_query`` of the form, gated on no write attempt."""
+    ``run_query`` of the form, gated on no write attempt (``case``: more keys of each)."""
     pytest.importorskip("ladybug")
     shutil.copyfile(GRAPH, pytester.path / "movies.cypher")
     (pytester.path / "runs.jsonl").write_text("".join(
@@ -38,7 +38,7 @@ def graph_suite(pytester: pytest.Pytester, forms: dict[str, str],
         "predictions": {"source": "file", "path": "runs.jsonl"}},
         {"test_graph.yaml": {"kind": "cypher", "datasource": "movies", "cases": [
             {"id": cid, "question": "How many movies?", "gold": COUNT, "agent": True,
-             "thresholds": {"write_attempts": {"max": 0}}} for cid in forms]}})
+             "thresholds": {"write_attempts": {"max": 0}}, **(case or {})} for cid in forms]}})
 
 
 def test_an_unreadable_graph_write_is_counted_on_its_words(pytester: pytest.Pytester) -> None:

@@ -25,7 +25,8 @@ FORMS = {"crash-delete": DELETE + " RETURN " + "[" * 1000 + "1" + "]" * 1000,
 
 
 def test_a_write_in_a_query_that_never_finished_is_counted(pytester: pytest.Pytester) -> None:
-    graph_suite(pytester, FORMS, timeout=1)
+    # the 20,000 terms are 80 KB, over the default max_query_bytes an agent's text is held to
+    graph_suite(pytester, FORMS, {"max_query_bytes": 200_000}, timeout=1)
     _, report = run_report(pytester, "-p", "no:cacheprovider")
     metrics = {cid: report.by_id[cid]["metrics"] for cid in FORMS}
     writes = {cid: m["write_attempts"] for cid, m in metrics.items()}
