@@ -19,6 +19,15 @@ process, where no timeout holds (one 84 KB ``run_query`` took 90 s, and the case
 a text over the case's ``max_query_bytes`` (64 KiB by default, as its final query's) is
 neither judged nor run, and the case's counts are not established: an error, never a count
 of 0.
+
+36 (HIGH, on ``type: sqlite``): a pragma's table function was denied by SQLite's authorizer,
+the guard passed the text, and the whole text then ran without the authorizer, so ``SELECT
+p.name, st.sql, st.nscan FROM pragma_table_info('Genre') p, sqlite_stmt st`` read the
+statements earlier cases ran on the worker's connection and their scan counts (``nscan`` 7 of
+``... FROM Employee WHERE LastName = 'Peacock'``), forbidden_tables 0: the thirty-fourth
+re-probe's H1 on the native datasource. Now the authorizer itself reads the pragmas' and
+JSON's table functions and denies every other virtual table of the build, and what it denies
+stays denied (``json_each`` works now: the thirty-fourth re-probe's L4).
 """
 
 from __future__ import annotations
@@ -138,3 +147,52 @@ def test_the_bound_is_the_cases_max_query_bytes(tmp_path: Path) -> None:
         assert raised.uncounted is None and raised.queries_executed == 1
     finally:
         source.close()
+
+
+STMT_LEAKS = [
+    "SELECT p.name, st.sql, st.nscan FROM pragma_table_info('Genre') p, sqlite_stmt st",
+    "SELECT st.sql FROM sqlite_stmt st WHERE EXISTS (SELECT 1 FROM pragma_table_info('Genre'))",
+    "SELECT * FROM pragma_table_info('Genre') p, dbstat",
+    "SELECT * FROM pragma_table_info('Genre') p, pragma_database_list",
+]
+CHINOOK = ROOT / "example_suite" / "data" / "chinook.sqlite"
+
+
+@pytest.mark.parametrize("isolation", ["process", "thread"])
+def test_no_virtual_table_past_the_authorizer(tmp_path: Path, isolation: str) -> None:
+    from pytest_queryeval.errors import QueryEvalError
+    from pytest_queryeval.sources.sqlite import SqliteSource
+
+    shutil.copyfile(CHINOOK, tmp_path / "c.sqlite")
+    source = SqliteSource("c", tmp_path / "c.sqlite", isolation=isolation)
+    try:
+        source.execute("SELECT * FROM Employee WHERE LastName = 'Peacock'", trusted=True)
+        for query in STMT_LEAKS:
+            with pytest.raises(QueryEvalError):
+                source.execute(query)
+        assert source.execute("SELECT value FROM json_each('[1,2]')").rows == [(1,), (2,)]
+        assert source.execute("SELECT name FROM pragma_table_info('Genre') ORDER BY cid"
+                              ).rows == [("GenreId",), ("Name",)]
+    finally:
+        source.close()
+
+
+def test_no_earlier_statement_reaches_a_case(pytester: pytest.Pytester) -> None:
+    """The probe's cases as replayed calls, after a case that read Employee: each read of
+    ``sqlite_stmt`` is denied, so no statement or scan count reaches the model."""
+    shutil.copyfile(CHINOOK, pytester.path / "chinook.sqlite")
+    gates = {"write_attempts": {"max": 0}, "forbidden_tables": {"max": 0},
+             "queries_executed": {"min": 1}}
+    cases = {"a-reads": ({"trajectory": [
+        call("c1", "run_query", "SELECT * FROM Employee WHERE LastName = 'Peacock'"),
+        tool("c1", "1")]}, {"forbidden_tables": ["Invoice"]}, gates)}
+    cases.update({f"leak-{n}": ({"trajectory": [call("c1", "run_query", sql), tool("c1", "8")]},
+                                {"forbidden_tables": ["Employee"]}, gates)
+                  for n, sql in enumerate(STMT_LEAKS)})
+    report = _suite(pytester, {"type": "sqlite", "path": "chinook.sqlite"}, cases)
+    assert report.by_id["a-reads"]["outcome"] == "passed", report.by_id["a-reads"]
+    for cid in cases:
+        if cid.startswith("leak-"):
+            case = report.by_id[cid]
+            assert case["metrics"]["queries_executed"] == 0.0, (cid, case["metrics"])
+            assert case["outcome"] == "failed", cid

@@ -351,13 +351,9 @@ class SandboxedFileSource(SourceDefaults):
         when the engine refuses or fails it."""
         try:
             return first()
-        except (QueryFailed, QueryRefused) as e:
+        except (QueryFailed, QueryRefused):
             check_read_only(query, self.dialect)  # its refusal, as when it runs first
-            if not isinstance(e, EngineDenied):
-                raise
-        # The guard passes what the engine's check denied (a pragma table function): run it
-        # as every query ran before the engine's check, on the read-only connection.
-        return self._execute(query, timeout, max_rows, False)
+            raise  # what the engine's check denied stays denied, the guard passing or not
 
     def _worker(self) -> Sandbox:
         """The shared worker; the first time, the engine checked and the path resolved."""

@@ -20,6 +20,7 @@ suites only): the progress handler is then the only deadline and memory is not c
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import time
 from collections.abc import Callable
@@ -87,13 +88,58 @@ _DENIED_FUNCTIONS = frozenset({"load_extension", "writefile", "readfile", "edit"
 
 def _authorize(action: int, arg1: str | None, arg2: str | None, db: str | None,
                trigger: str | None) -> int:
-    """SQLite's authorizer for a predicted query: reading only (see :data:`_READ_ACTIONS`)."""
+    """SQLite's authorizer for a predicted query: reading only (see :data:`_READ_ACTIONS`),
+    of the database's tables and views and of the virtual tables :func:`_closed_module`
+    leaves open; the building of such a table's schema on first use (an ``SQLITE_UPDATE`` of
+    ``sqlite_master``, on a connection that cannot write); a pragma's table function but
+    :data:`_CLOSED_PRAGMAS`."""
+    if action == sqlite3.SQLITE_READ:
+        return sqlite3.SQLITE_DENY if _closed_module((arg1 or "").lower()) else sqlite3.SQLITE_OK
     if action in _READ_ACTIONS:
         return sqlite3.SQLITE_OK
     if action == sqlite3.SQLITE_FUNCTION:
         return sqlite3.SQLITE_DENY if (arg2 or "").lower() in _DENIED_FUNCTIONS \
             else sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_PRAGMA:
+        return sqlite3.SQLITE_DENY if (arg1 or "").lower() in _CLOSED_PRAGMAS \
+            else sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_UPDATE and (arg1 or "").lower() in _SCHEMA_TABLES:
+        return sqlite3.SQLITE_OK
     return sqlite3.SQLITE_DENY
+
+
+#: The virtual tables a prediction may read beside the pragmas' table functions: JSON's.
+_OPEN_MODULES = frozenset({"json_each", "json_tree"})
+#: Pragmas whose table function a prediction may not read: the database file's host path.
+_CLOSED_PRAGMAS = frozenset({"database_list"})
+#: The schema table SQLite updates, in memory, when it builds an eponymous virtual table.
+_SCHEMA_TABLES = frozenset({"sqlite_master", "sqlite_schema", "sqlite_temp_master"})
+
+
+def _closed_module(name: str) -> bool:
+    """Whether ``name`` is a virtual-table module of this SQLite a prediction may not read:
+    every module this build has (``pragma_module_list``) but JSON's and the pragmas' table
+    functions. Why the engine's list and not the guard's: ``sqlite_stmt`` gives the
+    statements earlier cases ran on the shared connection and their scan counts (a
+    forbidden table's row count), and ``SELECT ... FROM pragma_table_info('Genre') p,
+    sqlite_stmt st`` ran, its pragma denied first and the whole text then run without the
+    authorizer (the thirty-sixth re-probe); a module of another build (``sqlite_dbpage``,
+    the file's raw pages) is on its list too."""
+    if name not in _modules():
+        return False
+    if name in _OPEN_MODULES:
+        return False
+    return not (name.startswith("pragma_") and name[len("pragma_"):] not in _CLOSED_PRAGMAS)
+
+
+@functools.cache
+def _modules() -> frozenset[str]:
+    """This SQLite's virtual-table modules, read once a process."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        return frozenset(str(r[0]).lower() for r in conn.execute("SELECT name FROM pragma_module_list"))
+    finally:
+        conn.close()
 
 
 def run_query(conn: sqlite3.Connection, query: str, timeout: float, max_rows: int,
