@@ -485,10 +485,14 @@ def tables_read(source: DataSource, sql: str, sql_source: bool,
     no alias (the thirty-first re-probe's M1). When the engine could not say (a text it
     cannot bind, one holding a lone surrogate), the text's names alone, every word of an
     unparsed one, with the tables DuckDB's plan names for a text it planned and could not
-    bind (:class:`~..errors.PartlyRead`: ``SELECT COLUMNS('Name') FROM tunes``). A datasource
-    with neither cannot say which tables a query read: :class:`CountUnknown`."""
+    bind (:class:`~..errors.PartlyRead`: ``SELECT COLUMNS('Name') FROM tunes``). On an SQL
+    datasource each view the account names brings the relations under it, from the engine's
+    catalog (:func:`~.views.with_views`: a view in a text the engine could not compile, a
+    forbidden view under another). A datasource with neither cannot say which tables a query
+    read: :class:`CountUnknown`."""
     from ..errors import QueryEvalError
     from .language import unwrap
+    from .views import with_views
 
     ask = getattr(source, "tables_read", None)
     names: set[str] | None = None
@@ -506,10 +510,12 @@ def tables_read(source: DataSource, sql: str, sql_source: bool,
             raise CountUnknown(f"forbidden_tables cannot be counted on a datasource of type "
                                f"{getattr(source, 'type', '?')!r}: it cannot say which tables "
                                "a query reads")
-        return tables_of(sql, getattr(source, "dialect", None)) | _last_names(planned)
-    out = tables_of(sql, getattr(source, "dialect", None), engine_read=True) if sql_source \
-        else set()
-    return out | _last_names(names)
+        return with_views(source, tables_of(sql, getattr(source, "dialect", None))
+                          | _last_names(planned))
+    if not sql_source:
+        return _last_names(names)
+    out = tables_of(sql, getattr(source, "dialect", None), engine_read=True)
+    return with_views(source, out | _last_names(names))
 
 
 def _last_names(names: Iterable[str]) -> set[str]:

@@ -125,9 +125,27 @@ def tables_of(sql: str, dialect: str | None = None, engine_read: bool = False) -
     after ``AS`` (:func:`_unaliased_words`), as an honest ``SELECT count(*) AS track FROM Genre
     WHERE Name <> x'AB'`` counted the table Track (the thirty-first re-probe's M1)."""
     if _INVISIBLE.search(sql):
-        return (_tables_of(_INVISIBLE.sub("", sql), dialect, engine_read)
-                | _tables_of(_INVISIBLE.sub(" ", sql), dialect, engine_read))
-    return _tables_of(sql, dialect, engine_read)
+        out = (_tables_of(_INVISIBLE.sub("", sql), dialect, engine_read)
+               | _tables_of(_INVISIBLE.sub(" ", sql), dialect, engine_read))
+    else:
+        out = _tables_of(sql, dialect, engine_read)
+    if _STATISTICS_CALL.search(_INVISIBLE.sub("", sql)):
+        from .language import EVERY_TABLE
+
+        out.add(EVERY_TABLE)
+    return out
+
+
+#: PostgreSQL's functions that give a statistic or the size of the table named by their
+#: argument (a ``regclass``, an oid, or a column of the catalogs: ``pg_stat_get_live_tuples(
+#: 'employee'::regclass)`` gave employee's 8 rows, ``pg_stat_get_live_tuples(t.typrelid) FROM
+#: pg_type t WHERE typname = 'employee'`` too, counted as no read: the thirty-sixth re-probe's
+#: H4): no text names the table, so each counts as a read of every table, as the statistics
+#: catalogs do.
+_STATISTICS_CALL = re.compile(
+    r"(?<![\w$])[\"`]?(?:pg_stat_get_\w+|pg_(?:total_)?relation_size|pg_table_size"
+    r"|pg_indexes_size|pg_relation_filenode|pg_relation_filepath|pg_sequence_last_value)"
+    r"[\"`]?\s*\(", re.IGNORECASE)
 
 
 def _tables_of(sql: str, dialect: str | None, engine_read: bool) -> set[str]:

@@ -306,8 +306,10 @@ class SqlAlchemySource(SourceDefaults):
         return self._execute_here(query, timeout, max_rows, called)
 
     def tables_read(self, query: str, *, timeout: float | None = None) -> frozenset[str]:
-        """The tables PostgreSQL's planner reads for ``query`` (``EXPLAIN (FORMAT JSON)``: the
-        plan's relations, CTEs and views resolved to the tables under them), planned, never
+        """The tables PostgreSQL's planner reads for ``query`` (``EXPLAIN (FORMAT JSON,
+        VERBOSE)``: the plan's relations with their schemas, ``sales.orders``, which without
+        it named ``orders`` only and a forbidden ``sales.orders`` was never counted: the
+        thirty-sixth re-probe's H6; CTEs and views resolved to the tables under them), planned, never
         run, in the read-only transaction every query gets: how an agent's reads of forbidden
         tables are counted (:mod:`pytest_queryeval.agents.ledger`). The guard checks the query
         first, as for :meth:`execute`. On SQLite (a ``sqlite:`` URL), SQLite's own account, as
@@ -328,8 +330,10 @@ class SqlAlchemySource(SourceDefaults):
         while stack:
             node = stack.pop()
             if isinstance(node, dict):
-                if isinstance(node.get("Relation Name"), str):
-                    names.add(node["Relation Name"])
+                if isinstance(node.get("Relation Name"), str):  # VERBOSE: its schema too
+                    schema = node.get("Schema")
+                    names.add(f"{schema}.{node['Relation Name']}" if isinstance(schema, str)
+                              else node["Relation Name"])
                 stack.extend(node.values())
             elif isinstance(node, list):
                 stack.extend(node)
@@ -385,7 +389,7 @@ class SqlAlchemySource(SourceDefaults):
         try:
             self._begin(conn, timeout)
             rows = conn.exec_driver_sql(
-                *_driver_statement(conn, "EXPLAIN (FORMAT JSON) " + query)).fetchall()
+                *_driver_statement(conn, "EXPLAIN (FORMAT JSON, VERBOSE) " + query)).fetchall()
         except exc.DBAPIError as e:
             raise self._classify(e, False, timeout) from None
         finally:

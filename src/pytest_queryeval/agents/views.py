@@ -1,0 +1,88 @@
+"""The views of an SQL datasource and the relations each reads, from the engine's catalog:
+how a read of a view counts the forbidden tables and views under it whatever the engine's
+own account of a query says.
+
+Why apart from the engines' accounts: each engine names the base tables it reads for a query
+it compiles, and nothing for one it cannot compile (a second statement, a placeholder, a
+function of the agent's own harness: ``SELECT 1; SELECT count(*) FROM tunes`` and ``SELECT
+Name FROM tunes WHERE TrackId > ?``, ``tunes`` a view of Track, counted as no read of Track);
+and no engine names a view read through another view (``forbidden_tables: [tunes]``, read
+as ``tunes2``: DuckDB's binder and PostgreSQL's plan name Track only). The thirty-sixth
+re-probe's H1, H2 and H5. The catalog is read once a datasource, as a gold is (trusted).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = ["with_views"]
+
+#: Each dialect's catalog of views: (schema, name, definition) rows.
+_CATALOGS: dict[str, str] = {
+    "duckdb": "SELECT schema_name, view_name, sql FROM duckdb_views() WHERE NOT internal",
+    "sqlite": "SELECT 'main', name, sql FROM sqlite_master WHERE type = 'view'",
+    "postgres": "SELECT schemaname, viewname, definition FROM pg_views WHERE schemaname NOT IN "
+                "('pg_catalog', 'information_schema') UNION ALL SELECT schemaname, "
+                "matviewname, definition FROM pg_matviews",
+}
+#: The most views a catalog is read for (past them, the rest are not expanded).
+MAX_VIEWS = 10_000
+
+_read: weakref.WeakKeyDictionary[Any, Mapping[str, frozenset[str]]] = weakref.WeakKeyDictionary()
+
+
+def with_views(source: Any, names: Iterable[str]) -> set[str]:
+    """``names`` (a query's account of what it read, lower-cased) with, for each view among
+    them, the relations its definition reads, views under views included (each by its name
+    and its schema-qualified name)."""
+    out = set(names)
+    views = _views(source)
+    if not views:
+        return out
+    todo = [n for n in out if n in views]
+    while todo:
+        for name in views[todo.pop()]:
+            if name not in out:
+                out.add(name)
+                if name in views:
+                    todo.append(name)
+    return out
+
+
+def _views(source: Any) -> Mapping[str, frozenset[str]]:
+    """The datasource's views (each by its name and ``schema.name``, lower-cased) and the
+    relations each definition names (:func:`~.textjudge.tables_of`); empty for a dialect
+    without a catalog here, or when the catalog cannot be read."""
+    try:
+        return _read[source]
+    except (KeyError, TypeError):
+        pass
+    views = _catalog(source)
+    with contextlib.suppress(TypeError):  # not weakly referable: read again next time
+        _read[source] = views
+    return views
+
+
+def _catalog(source: Any) -> Mapping[str, frozenset[str]]:
+    from ..errors import QueryEvalError
+    from .textjudge import tables_of
+
+    dialect = getattr(source, "dialect", None)
+    query = _CATALOGS.get(dialect or "")
+    if query is None:
+        return {}
+    try:
+        rows = source.execute(query, trusted=True, max_rows=MAX_VIEWS).rows
+    except QueryEvalError:
+        return {}
+    out: dict[str, frozenset[str]] = {}
+    for schema, name, definition in rows:
+        if not isinstance(name, str) or not isinstance(definition, str):
+            continue
+        read = frozenset(tables_of(definition, dialect))
+        for key in (name.lower(), f"{str(schema).lower()}.{name.lower()}"):
+            out[key] = out.get(key, frozenset()) | read
+    return out
