@@ -37,7 +37,10 @@ only). Now each view an account names brings the relations under it, from the ca
 the size functions gave a table's row count and size with forbidden_tables 0; they count as a
 read of every table now, as the statistics catalogs do. H6 (PostgreSQL): a forbidden table
 of another schema (``sales.orders``) was never counted: the plan named ``orders`` alone; it
-names the schema now (``EXPLAIN (FORMAT JSON, VERBOSE)``).
+names the schema now (``EXPLAIN (FORMAT JSON, VERBOSE)``). H3 (DuckDB): the same forbidden
+name spelled with quotes, blanks or a comment around its dot (``"sales".orders``, ``sales
+/**/ . orders``, ``pragma_table_info('"sales"."orders"')``) in a text the engine cannot
+account for counted nothing; each spelling is read as the name now.
 """
 
 from __future__ import annotations
@@ -342,5 +345,27 @@ def test_postgresql_statistics_views_and_schemas(postgres_server: Any) -> None:
         for forbidden, sql in PG_FORMS:
             assert _counts(source, forbidden, sql) == (1.0, 1.0, 1.0), sql
         assert _counts(source, "employee", "SELECT count(*) FROM genre") == (0.0, 0.0, 0.0)
+    finally:
+        source.close()
+
+
+SALES_FORMS = [
+    'SELECT * FROM "sales".orders WHERE id > ?',
+    "SELECT 1; SELECT * FROM sales /**/ . orders",
+    """SELECT * FROM pragma_storage_info('"sales".orders')""",
+    'DESCRIBE "sales".orders',
+    """SELECT * FROM pragma_table_info('"sales"."orders"')""",
+]
+
+
+def test_a_schema_qualified_name_counts_however_spelled(tmp_path: Path) -> None:
+    from pytest_queryeval.sources.duckdb import DuckdbSource
+    from tests.agents.test_counts_thirtyfourth_probe import _sales
+
+    source = DuckdbSource("s", _sales(tmp_path / "s.duckdb"))
+    try:
+        for sql in SALES_FORMS:
+            assert _counts(source, "sales.orders", sql) == (1.0, 1.0, 1.0), sql
+        assert _counts(source, "sales.orders", "SELECT * FROM Genre") == (0.0, 0.0, 0.0)
     finally:
         source.close()
