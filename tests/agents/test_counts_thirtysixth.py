@@ -40,7 +40,9 @@ of another schema (``sales.orders``) was never counted: the plan named ``orders`
 names the schema now (``EXPLAIN (FORMAT JSON, VERBOSE)``). H3 (DuckDB): the same forbidden
 name spelled with quotes, blanks or a comment around its dot (``"sales".orders``, ``sales
 /**/ . orders``, ``pragma_table_info('"sales"."orders"')``) in a text the engine cannot
-account for counted nothing; each spelling is read as the name now.
+account for counted nothing; each spelling is read as the name now. M1: ``SELECT * FROM
+query('DELETE FROM Genre')`` as the final query was no write attempt, as a call it is one; now
+both are.
 """
 
 from __future__ import annotations
@@ -367,5 +369,25 @@ def test_a_schema_qualified_name_counts_however_spelled(tmp_path: Path) -> None:
         for sql in SALES_FORMS:
             assert _counts(source, "sales.orders", sql) == (1.0, 1.0, 1.0), sql
         assert _counts(source, "sales.orders", "SELECT * FROM Genre") == (0.0, 0.0, 0.0)
+    finally:
+        source.close()
+
+
+@pytest.mark.parametrize("sql", ["SELECT * FROM query('DELETE FROM Genre')",
+                                 "SELECT * FROM query_table('Genre')"])
+def test_the_final_query_counts_the_write_a_call_counts(sql: str, tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    from pytest_queryeval.agents.ledger import Ledger
+    from pytest_queryeval.errors import QueryRefused
+    from pytest_queryeval.sources.duckdb import DuckdbSource
+
+    shutil.copyfile(TRACKS, tmp_path / "t.duckdb")
+    source = DuckdbSource("t", tmp_path / "t.duckdb")
+    try:
+        call_ledger, final = Ledger.for_tables([]), Ledger.for_tables([])
+        with pytest.raises(QueryRefused):
+            call_ledger.run_query(source, sql, max_rows=5)
+        final.final_query(source, sql, False)
+        assert final.metrics()["write_attempts"] == call_ledger.metrics()["write_attempts"] == 1
     finally:
         source.close()

@@ -228,8 +228,13 @@ class Ledger:
             self._write(f"write attempt (the final query): {_short(sql)}")
             self._touch(self._written(sql, dialect) if sql_source else self._named(sql))
             return
+        refusal = _guard_refusal(sql, dialect) if sql_source else None
+        if refusal is not None and not isinstance(
+                refusal, ReadRefused | FormRefused | QuerySyntaxError):
+            # refused as a call is (``query('DELETE FROM Genre')``): its write attempt, as the
+            # call's; it was none as the final query (the thirty-sixth re-probe's M1)
+            self._write(f"write attempt (the final query; {refusal.reason()}): {_short(sql)}")
         if self.forbidden:
-            refusal = _guard_refusal(sql, dialect) if sql_source else None
             if isinstance(refusal, ReadRefused):  # a read the kind did not run: as a call's
                 self._touch(self._named(sql))
             if refusal is not None:
