@@ -156,6 +156,8 @@ class Guard:
     def _sqlite(self, query: str) -> str | None:
         import sqlite3
 
+        from ..sources.sqlite import explained
+
         denied: list[str] = []
 
         def authorize(action: int, table: str | None, column: str | None, db: str | None,
@@ -171,7 +173,7 @@ class Guard:
 
         self._conn.set_authorizer(authorize)
         try:
-            self._conn.execute("EXPLAIN " + query).fetchall()
+            self._conn.execute(explained(query)).fetchall()
         except (sqlite3.Error, ValueError, OverflowError):
             pass  # not compiled: the source names the error when it runs it
         finally:

@@ -217,11 +217,13 @@ class SandboxedFileSource(SourceDefaults):
         execution and fetching. A result over ``max_rows`` or ``max_bytes`` comes back
         truncated, with the cap that cut it in ``meta``."""
         timeout, max_rows = call_limits(self, timeout, max_rows)
-        guarded = not trusted and self.engine_guard and query_led(query)
-        if not trusted and not guarded:
-            check_read_only(query, self.dialect)
-        if not guarded:
+        if not trusted and not (self.engine_guard and query_led(query)):
+            check_read_only(query, self.dialect)  # parsed first: not shaped like a query
+        if trusted or not self.engine_guard:
             return self._execute(query, timeout, max_rows, False)
+        # every prediction under the engine's own check, the guard's parse passed or not:
+        # ``;SELECT sql FROM sqlite_stmt`` (an empty statement first) is no query-led text,
+        # the guard passed it, and it ran without the authorizer (36a H8)
         ticket = self._sent_ahead((None, query, timeout, max_rows)) \
             if self.isolation != "thread" else None
         if ticket is not None:  # sent ahead alone (:meth:`prefetch_query`)
