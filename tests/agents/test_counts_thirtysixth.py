@@ -402,10 +402,10 @@ def test_the_final_query_counts_the_write_a_call_counts(sql: str, tmp_path: Path
 def test_an_unrun_call_is_judged_without_a_forbidden_table(pytester: pytest.Pytester) -> None:
     pytest.importorskip("duckdb")
     shutil.copyfile(TRACKS, pytester.path / "tracks.duckdb")
-    sql = "SELECT * FROM query('DELETE FROM Genre')"
-    cases = {"noreplay-noforbid": ({"trajectory": [call("c1", "run_query", sql),
-                                                   tool("c1", "1")]},
-                                   {"replay": False}, {"write_attempts": {"max": 0}})}
+    cases = {f"noreplay-{n}": ({"trajectory": [call("c1", "run_query", sql), tool("c1", "1")]},
+                               {"replay": False}, {"write_attempts": {"max": 0}})
+             for n, sql in enumerate(["SELECT * FROM query('DELETE FROM Genre')",
+                                      "UNPIVOT Genre ON Name INTO NAME k VALUE v"])}
     report = _suite(pytester, {"type": "duckdb", "path": "tracks.duckdb"}, cases)
     _counted(report, cases, "write_attempts")
 
