@@ -271,13 +271,18 @@ def test_the_authorizer_denies_all_but_reading(chinook_sqlite: Path) -> None:
     conn = open_read_only(chinook_sqlite, "chinook")
     try:
         for sql in ("SELECT load_extension('/nonexistent')",
-                    "SELECT name FROM pragma_table_info('genre')",
+                    "SELECT file FROM pragma_database_list",
                     "ATTACH DATABASE ':memory:' AS pwned",
                     "PRAGMA user_version = 7", "BEGIN", "DELETE FROM genre"):
             with pytest.raises(EngineDenied, match="not authorized"):
                 run_query(conn, sql, 5.0, 100, 1 << 20, guarded=True)
+        with pytest.raises(QueryFailed, match="access to sqlite_stmt.sql is prohibited"):
+            run_query(conn, "SELECT sql FROM sqlite_stmt", 5.0, 100, 1 << 20, guarded=True)
         got = run_query(conn, "SELECT count(*) FROM genre", 5.0, 100, 1 << 20, guarded=True)
         assert got.rows == [(25,)]
+        # a pragma's table function reads under the authorizer (the thirty-sixth re-probe)
+        assert run_query(conn, "SELECT count(*) FROM pragma_table_info('genre')", 5.0, 100,
+                         1 << 20, guarded=True).rows == [(2,)]
         # unguarded (a gold), the connection is still read-only and pragmas read
         assert run_query(conn, "SELECT count(*) FROM pragma_table_info('genre')", 5.0, 100,
                          1 << 20).rows == [(2,)]

@@ -91,8 +91,8 @@ def _authorize(action: int, arg1: str | None, arg2: str | None, db: str | None,
     """SQLite's authorizer for a predicted query: reading only (see :data:`_READ_ACTIONS`),
     of the database's tables and views and of the virtual tables :func:`_closed_module`
     leaves open; the building of such a table's schema on first use (an ``SQLITE_UPDATE`` of
-    ``sqlite_master``, on a connection that cannot write); a pragma's table function but
-    :data:`_CLOSED_PRAGMAS`."""
+    ``sqlite_master``, on a connection that cannot write); the pragmas of
+    :data:`_READ_PRAGMAS`."""
     if action == sqlite3.SQLITE_READ:
         return sqlite3.SQLITE_DENY if _closed_module((arg1 or "").lower()) else sqlite3.SQLITE_OK
     if action in _READ_ACTIONS:
@@ -101,8 +101,8 @@ def _authorize(action: int, arg1: str | None, arg2: str | None, db: str | None,
         return sqlite3.SQLITE_DENY if (arg2 or "").lower() in _DENIED_FUNCTIONS \
             else sqlite3.SQLITE_OK
     if action == sqlite3.SQLITE_PRAGMA:
-        return sqlite3.SQLITE_DENY if (arg1 or "").lower() in _CLOSED_PRAGMAS \
-            else sqlite3.SQLITE_OK
+        return sqlite3.SQLITE_OK if (arg1 or "").lower() in _READ_PRAGMAS \
+            else sqlite3.SQLITE_DENY
     if action == sqlite3.SQLITE_UPDATE and (arg1 or "").lower() in _SCHEMA_TABLES:
         return sqlite3.SQLITE_OK
     return sqlite3.SQLITE_DENY
@@ -112,6 +112,14 @@ def _authorize(action: int, arg1: str | None, arg2: str | None, db: str | None,
 _OPEN_MODULES = frozenset({"json_each", "json_tree"})
 #: Pragmas whose table function a prediction may not read: the database file's host path.
 _CLOSED_PRAGMAS = frozenset({"database_list"})
+#: The pragmas a prediction may ask (as their table functions, ``pragma_table_info('t')``):
+#: those that read the schema, none that takes a value (``PRAGMA user_version = 7`` asks the
+#: same action as ``pragma_user_version``).
+_READ_PRAGMAS = frozenset({
+    "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
+    "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check",
+    "function_list", "module_list", "pragma_list", "collation_list", "compile_options",
+})
 #: The schema table SQLite updates, in memory, when it builds an eponymous virtual table.
 _SCHEMA_TABLES = frozenset({"sqlite_master", "sqlite_schema", "sqlite_temp_master"})
 
