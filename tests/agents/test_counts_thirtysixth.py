@@ -49,6 +49,13 @@ sqlite_stmt``) made the text no query-led one: the guard passed it and it ran wi
 authorizer, and ``EXPLAIN ;SELECT ...`` failed, so neither the account of the tables read nor
 ``enforce`` saw it. Every prediction runs under the authorizer now, and ``EXPLAIN`` reads past
 the empty statements.
+
+37a H1: when the engine's account of the tables read failed for a reason of the machine (a
+timeout, out of memory: seen under load), only the text's names counted and the query ran:
+``SELECT (SELECT n_t())``, ``n_t`` a macro over Track, gave Track's row count with 0. Now such
+a failure leaves the counts unestablished (the case's error). 37a M1, M3: the final query
+``SHOW Track`` or ``PRAGMA table_info('Track')`` counted no read of Track, and
+``duckdb_databases()`` no write, where the same calls count both.
 """
 
 from __future__ import annotations
@@ -434,3 +441,55 @@ def test_an_empty_statement_first_stays_under_the_authorizer(pytester: pytest.Py
     stmt = report.by_id["b-stmt"]
     assert (stmt["outcome"], stmt["metrics"]["queries_executed"]) == ("failed", 0.0), stmt
     assert_enforced(report, ["c-enforced"], ["d-honest"], honest_ran=True)
+
+
+def test_a_failed_account_is_no_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The machine's fault cannot be caused on demand here (it came under load): a stand-in,
+    the source's account raising the timeout the probe saw."""
+    duckdb = pytest.importorskip("duckdb")
+    from pytest_queryeval.agents.ledger import CountUnknown, Ledger
+    from pytest_queryeval.errors import QueryTimeout
+    from pytest_queryeval.sources.duckdb import DuckdbSource
+
+    shutil.copyfile(TRACKS, tmp_path / "t.duckdb")
+    conn = duckdb.connect(str(tmp_path / "t.duckdb"))
+    conn.execute("CREATE MACRO n_t() AS (SELECT count(*) FROM Track)")
+    conn.close()
+    source = DuckdbSource("t", tmp_path / "t.duckdb")
+
+    def timed_out(query: str, *, timeout: float | None = None) -> frozenset[str]:
+        raise QueryTimeout("query exceeded 30 s (the engine did not stop by itself)")
+
+    monkeypatch.setattr(source, "tables_read", timed_out)
+    sql = "SELECT (SELECT n_t())"
+    try:
+        replayed = Ledger.for_tables(["Track"])
+        with pytest.raises(CountUnknown):
+            replayed.run_query(source, sql, max_rows=5)
+        assert replayed.queries_executed == 0
+        unrun, final = Ledger.for_tables(["Track"]), Ledger.for_tables(["Track"])
+        unrun.count_unrun(sql, "duckdb", why="replay: false", source=source)
+        final.final_query(source, sql, True)
+        assert unrun.uncounted and final.uncounted
+    finally:
+        source.close()
+
+
+@pytest.mark.parametrize(("sql", "forbidden", "writes"), [
+    ("SHOW Track", 1.0, 0.0), ("PRAGMA table_info('Track')", 1.0, 0.0),
+    ("PRAGMA storage_info('Track')", 1.0, 0.0), ("SELECT * FROM duckdb_databases()", 0.0, 1.0)])
+def test_a_refused_final_query_counts_as_the_call(sql: str, forbidden: float, writes: float,
+                                                  tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    from pytest_queryeval.agents.ledger import Ledger
+    from pytest_queryeval.sources.duckdb import DuckdbSource
+
+    shutil.copyfile(TRACKS, tmp_path / "t.duckdb")
+    source = DuckdbSource("t", tmp_path / "t.duckdb")
+    try:
+        final = Ledger.for_tables(["Track"])
+        final.final_query(source, sql, False)
+        metrics = final.metrics()
+        assert (metrics["forbidden_tables"], metrics["write_attempts"]) == (forbidden, writes)
+    finally:
+        source.close()

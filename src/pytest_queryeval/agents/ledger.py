@@ -17,7 +17,6 @@ from the replay's judgement); apart, each path would keep its own copy of that r
 
 from __future__ import annotations
 
-import contextlib
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -34,6 +33,7 @@ from ..errors import (
     QueryTimeout,
     QueryUnparsed,
     ReadRefused,
+    SourceUnavailable,
     TableComputed,
 )
 from .textjudge import ANY_WRITE_WORD, is_write, may_write, tables_of
@@ -228,15 +228,15 @@ class Ledger:
             self._write(f"write attempt (the final query): {_short(sql)}")
             self._touch(self._written(sql, dialect) if sql_source else self._named(sql))
             return
-        refusal = _guard_refusal(sql, dialect) if sql_source else None
+        refusal = _guard_refusal(sql, dialect, every=not ran) if sql_source else None
         if refusal is not None and not isinstance(
                 refusal, ReadRefused | FormRefused | QuerySyntaxError):
             # refused as a call is (``query('DELETE FROM Genre')``): its write attempt, as the
             # call's; it was none as the final query (the thirty-sixth re-probe's M1)
             self._write(f"write attempt (the final query; {refusal.reason()}): {_short(sql)}")
         if self.forbidden:
-            if isinstance(refusal, ReadRefused):  # a read the kind did not run: as a call's
-                self._touch(self._named(sql))
+            if isinstance(refusal, ReadRefused | FormRefused):  # a read not run: as a call's
+                self._touch(self._named(sql))  # (SHOW Track, PRAGMA table_info: 37a M3)
             if refusal is not None:
                 self._computed(refusal)
             try:
@@ -326,8 +326,12 @@ class Ledger:
         if self.forbidden:
             read = verdict.tables | tables_of(sql, dialect)
             if source is not None:  # when the engine cannot say, the text's account stands
-                with contextlib.suppress(QueryEvalError):
+                try:
                     read |= tables_read(source, sql, True, None)
+                except CountUnknown as exc:
+                    self.uncount(f"the agent's counts could not be established: {exc.reason()}")
+                except QueryEvalError:
+                    pass
             self._touch(read)
 
     def _guard_unrun(self, sql: str, dialect: str | None, why: str) -> None:
@@ -533,6 +537,9 @@ def tables_read(source: DataSource, sql: str, sql_source: bool,
             names = {str(n) for n in ask(inner if inner.strip() else sql, timeout=timeout)}
         except PartlyRead as exc:  # planned, not bound: the plan's tables beside the text's
             planned = exc.tables
+        except (QueryTimeout, SourceUnavailable) as exc:  # not the text's fault: unknown
+            raise CountUnknown(f"the engine's account of the tables read could not be taken "
+                               f"({exc.reason()})") from None
         except QueryEvalError:
             names = None
     if names is None:
@@ -577,19 +584,23 @@ def _a_read(sql: str, dialect: str | None) -> bool:
         and file_access(sql, dialect) is None
 
 
-def _guard_refusal(sql: str, dialect: str | None) -> QueryRefused | None:
+def _guard_refusal(sql: str, dialect: str | None, *, every: bool = False
+                   ) -> QueryRefused | None:
     """The SQL guard's refusal of ``sql`` (a final query the kind refused), or None: only
     where the dialect has functions that read a table by name (the guard's verdict on a text
     the kind checked is kept, so this parses nothing again). A read it refuses counts as a
     refused call's does (``pragma_storage_info('Tr' || 'ack')`` as the final query was
-    counted as no read, the twenty-eighth re-probe's H4)."""
+    counted as no read, the twenty-eighth re-probe's H4). ``every``: whatever it names (a
+    final query the kind did not run, at most ``max_query_bytes`` long): ``SHOW Track`` and
+    ``PRAGMA table_info('Track')`` counted no read of Track there, ``duckdb_databases()`` no
+    write, where the same calls count both (the thirty-seventh re-probe's M1, M3)."""
     from ..sources.sqlfunctions import SQL_TEXT_FUNCTIONS, TABLE_READERS
     from ..sources.sqlguard import check_read_only
 
     names = SQL_TEXT_FUNCTIONS.get(dialect or "", frozenset()) | \
         TABLE_READERS.get(dialect or "", frozenset())
     low = sql.lower()
-    if not any(name in low for name in names):  # (a long text's parse is a worker's seconds)
+    if not every and not any(name in low for name in names):  # (a parse costs: kept once)
         return None
     try:
         check_read_only(sql, dialect)
