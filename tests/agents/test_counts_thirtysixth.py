@@ -55,7 +55,11 @@ timeout, out of memory: seen under load), only the text's names counted and the 
 ``SELECT (SELECT n_t())``, ``n_t`` a macro over Track, gave Track's row count with 0. Now such
 a failure leaves the counts unestablished (the case's error). 37a M1, M3: the final query
 ``SHOW Track`` or ``PRAGMA table_info('Track')`` counted no read of Track, and
-``duckdb_databases()`` no write, where the same calls count both.
+``duckdb_databases()`` no write, where the same calls count both. 37a H2: a forbidden view
+read through a DuckDB macro (``FROM tmv()``, ``SELECT n_v()``, a view over a table macro)
+counted nothing; macros are read from the catalog as views are. 37a H3: SQLite's
+``pragma_foreign_key_check('Customer')`` checks Customer's keys against Employee, counted as
+a read of Customer only; it counts every forbidden table now.
 """
 
 from __future__ import annotations
@@ -491,5 +495,42 @@ def test_a_refused_final_query_counts_as_the_call(sql: str, forbidden: float, wr
         final.final_query(source, sql, False)
         metrics = final.metrics()
         assert (metrics["forbidden_tables"], metrics["write_attempts"]) == (forbidden, writes)
+    finally:
+        source.close()
+
+
+MACROS = ["CREATE VIEW v_t AS SELECT Name FROM Track",
+          "CREATE MACRO tmv() AS TABLE SELECT * FROM v_t",
+          "CREATE MACRO n_v() AS (SELECT count(*) FROM v_t)",
+          "CREATE VIEW v3 AS SELECT * FROM tmv()"]
+
+
+@pytest.mark.parametrize("sql", ["SELECT * FROM tmv() LIMIT 3", "SELECT n_v() AS n",
+                                 "SELECT * FROM v3 LIMIT 3"])
+def test_a_macro_counts_what_it_reads(sql: str, tmp_path: Path) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    from pytest_queryeval.sources.duckdb import DuckdbSource
+
+    shutil.copyfile(TRACKS, tmp_path / "t.duckdb")
+    conn = duckdb.connect(str(tmp_path / "t.duckdb"))
+    for statement in MACROS:
+        conn.execute(statement)
+    conn.close()
+    source = DuckdbSource("t", tmp_path / "t.duckdb")
+    try:
+        assert _counts(source, "v_t", sql) == (1.0, 1.0, 1.0)
+        assert _counts(source, "v_t", "SELECT count(*) FROM Genre") == (0.0, 0.0, 0.0)
+    finally:
+        source.close()
+
+
+def test_a_foreign_key_check_reads_the_parent(tmp_path: Path) -> None:
+    from pytest_queryeval.sources.sqlite import SqliteSource
+
+    shutil.copyfile(CHINOOK, tmp_path / "c.sqlite")
+    source = SqliteSource("c", tmp_path / "c.sqlite")
+    try:
+        sql = "SELECT count(*) AS n FROM pragma_foreign_key_check('Customer')"
+        assert _counts(source, "Employee", sql) == (1.0, 1.0, 1.0)
     finally:
         source.close()

@@ -548,11 +548,11 @@ def tables_read(source: DataSource, sql: str, sql_source: bool,
                                f"{getattr(source, 'type', '?')!r}: it cannot say which tables "
                                "a query reads")
         return with_views(source, tables_of(sql, getattr(source, "dialect", None))
-                          | _last_names(planned))
+                          | _last_names(planned), sql)
     if not sql_source:
         return _last_names(names)
     out = tables_of(sql, getattr(source, "dialect", None), engine_read=True)
-    return with_views(source, out | _last_names(names))
+    return with_views(source, out | _last_names(names), sql)
 
 
 def _last_names(names: Iterable[str]) -> set[str]:
