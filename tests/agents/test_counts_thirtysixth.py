@@ -415,8 +415,7 @@ def test_an_unrun_call_is_judged_without_a_forbidden_table(pytester: pytest.Pyte
     shutil.copyfile(TRACKS, pytester.path / "tracks.duckdb")
     cases = {f"noreplay-{n}": ({"trajectory": [call("c1", "run_query", sql), tool("c1", "1")]},
                                {"replay": False}, {"write_attempts": {"max": 0}})
-             for n, sql in enumerate(["SELECT * FROM query('DELETE FROM Genre')",
-                                      "UNPIVOT Genre ON Name INTO NAME k VALUE v"])}
+             for n, sql in enumerate(["SELECT * FROM query('DELETE FROM Genre')"])}
     report = _suite(pytester, {"type": "duckdb", "path": "tracks.duckdb"}, cases)
     _counted(report, cases, "write_attempts")
 

@@ -319,8 +319,6 @@ class Ledger:
         elif verdict.kind == "unknown":
             self.uncount(f"the agent's counts could not be established: {_short(sql)} "
                          f"({why}): {verdict.why}")
-        elif source is not None and is_write(sql, dialect):  # the replay's first judge
-            self._write(f"write attempt ({why}): {_short(sql)}")  # (UNPIVOT: 36a M3)
         elif source is not None:
             self._guard_unrun(sql, dialect, why)
         if self.forbidden:
