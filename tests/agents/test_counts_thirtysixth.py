@@ -533,3 +533,51 @@ def test_a_foreign_key_check_reads_the_parent(tmp_path: Path) -> None:
         assert _counts(source, "Employee", sql) == (1.0, 1.0, 1.0)
     finally:
         source.close()
+
+
+def test_a_plan_of_a_text_is_refused(tmp_path: Path) -> None:
+    """37a H7: ``json_serialize_plan`` binds and optimizes the text it is given, and gave
+    Track's row count folded from its statistics with no count at all."""
+    pytest.importorskip("duckdb")
+    from pytest_queryeval.agents.ledger import Ledger
+    from pytest_queryeval.errors import QueryRefused
+    from pytest_queryeval.sources.duckdb import DuckdbSource
+
+    shutil.copyfile(TRACKS, tmp_path / "t.duckdb")
+    source = DuckdbSource("t", tmp_path / "t.duckdb")
+    try:
+        ledger = Ledger.for_tables(["Track"])
+        with pytest.raises(QueryRefused, match="json_serialize_plan"):
+            ledger.run_query(source, "SELECT json_serialize_plan('SELECT count(*) FROM Track', "
+                                     "optimize := true) AS j", max_rows=5)
+        assert ledger.metrics()["write_attempts"] == 1.0
+    finally:
+        source.close()
+
+
+def test_a_catalog_read_that_failed_is_read_again(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """37a H8: one failed read of the views' catalog was kept as "no views" for the session.
+    The failure is a stand-in (a timeout cannot be caused on demand here)."""
+    from pytest_queryeval.agents import views
+    from pytest_queryeval.errors import QueryTimeout
+    from pytest_queryeval.sources.duckdb import DuckdbSource
+
+    _views_duckdb(tmp_path / "t.duckdb")
+    source = DuckdbSource("t", tmp_path / "t.duckdb")
+    real = views._catalog
+    calls = 0
+
+    def once_failing(src: object) -> object:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise QueryTimeout("query exceeded 30 s")
+        return real(src)
+
+    monkeypatch.setattr(views, "_catalog", once_failing)
+    try:
+        assert views.with_views(source, {"tunes2"}) == {"tunes2"}
+        assert "tunes" in views.with_views(source, {"tunes2"})
+    finally:
+        source.close()
