@@ -581,3 +581,19 @@ def test_a_catalog_read_that_failed_is_read_again(tmp_path: Path,
         assert "tunes" in views.with_views(source, {"tunes2"})
     finally:
         source.close()
+
+
+def test_the_database_files_wal_path_is_scrubbed(tmp_path: Path) -> None:
+    """37a M10: DuckDB's ``allowed_paths`` lists the database's WAL files, whose host path
+    came through (only the database's path, whole, was scrubbed)."""
+    pytest.importorskip("duckdb")
+    from pytest_queryeval.sources.duckdb import DuckdbSource
+
+    shutil.copyfile(TRACKS, tmp_path / "t.duckdb")
+    source = DuckdbSource("t", tmp_path / "t.duckdb")
+    try:
+        rows = source.execute("SELECT unnest(current_setting('allowed_paths')) AS p").rows
+        assert rows and not [r for r in rows if str(tmp_path) in str(r[0])], rows
+        assert ("<database>.wal",) in rows
+    finally:
+        source.close()

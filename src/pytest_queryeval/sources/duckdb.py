@@ -159,7 +159,11 @@ def machine_paths(temp_dir: str, database: str = "") -> MachinePaths:
     for home in homes:
         if home.rstrip("/"):
             pairs.setdefault(home.rstrip("/"), HOME_LABEL)
-    return tuple((path, re.compile(re.escape(path) + r"(?![\w.-])"), label)
+    # the database's own files beside it too (``t.duckdb.wal``, ``.wal.recovery``: DuckDB's
+    # ``allowed_paths`` setting lists them, the thirty-seventh re-probe's M10)
+    return tuple((path, re.compile(re.escape(path) + (r"(?=\.wal|(?![\w.-]))"
+                                                      if label == DATABASE_LABEL
+                                                      else r"(?![\w.-])")), label)
                  for path, label in sorted(pairs.items(), key=lambda p: -len(p[0])) if path)
 
 
