@@ -186,8 +186,23 @@ def _scrub_rows(table: ResultTable, paths: MachinePaths) -> None:
             return
         rows = table.rows = unpack_rows(PackedRows("chunks", rows.chunks))
     for i, row in enumerate(rows):
-        if any(type(v) is str and any(n in v for n in needles) for v in row):
-            rows[i] = tuple(scrub_text(v, paths) if type(v) is str else v for v in row)
+        if any((type(v) is str and any(n in v for n in needles))
+               or type(v) in (list, tuple, dict) for v in row):
+            rows[i] = tuple(_scrub_value(v, paths, needles) for v in row)
+
+
+def _scrub_value(value: Any, paths: MachinePaths, needles: list[str]) -> Any:
+    """``value`` with its machine paths replaced, in the strings of a list, a map or a struct
+    too (``current_setting('allowed_paths')`` is a list: the thirty-eighth re-probe's L1)."""
+    if type(value) is str:
+        return scrub_text(value, paths) if any(n in value for n in needles) else value
+    if isinstance(value, list):
+        return [_scrub_value(v, paths, needles) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_scrub_value(v, paths, needles) for v in value)
+    if isinstance(value, dict):
+        return {k: _scrub_value(v, paths, needles) for k, v in value.items()}
+    return value
 
 
 def run_query(conn: Any, query: str, timeout: float, max_rows: int,
