@@ -526,8 +526,10 @@ def failed_agent_thresholds(case: Case, metrics: dict[str, float]
 def max_query_bytes_of(case: Case) -> int:
     """The case's ``max_query_bytes`` (validated with its options), the bound of each of its
     agent's query texts too."""
-    from ..kinds._query import DEFAULT_MAX_QUERY_BYTES
+    from ..errors import ConfigError
+    from ..kinds._query import DEFAULT_MAX_QUERY_BYTES, max_query_bytes
 
-    value = case.options.get("max_query_bytes", DEFAULT_MAX_QUERY_BYTES)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
-        else DEFAULT_MAX_QUERY_BYTES
+    try:
+        return max_query_bytes(case.options)
+    except ConfigError:  # refused where the kind reads its options
+        return DEFAULT_MAX_QUERY_BYTES

@@ -362,10 +362,10 @@ class Ledger:
         """Whether ``sql`` holds more than :attr:`max_query_bytes`: then it is neither judged
         nor run, and the case's counts are not established (what it would have read or
         written is unknown, never 0: the case is an error)."""
-        if len(sql) * 4 <= self.max_query_bytes:  # no encoding needed to know it fits
-            return False
-        size = len(sql.encode("utf-8", "surrogatepass"))
-        if size <= self.max_query_bytes:
+        from ..kinds._query import oversize
+
+        size = oversize(sql, self.max_query_bytes)
+        if size is None:
             return False
         self.uncount(f"the agent's counts could not be established: a query of {size:,} "
                      f"bytes, over max_query_bytes ({self.max_query_bytes:,}), was not judged "

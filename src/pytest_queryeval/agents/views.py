@@ -89,27 +89,16 @@ def _catalog(source: Any) -> Mapping[str, frozenset[str]]:
     if query is None:
         return {}
     rows = source.execute(query, trusted=True, max_rows=MAX_VIEWS).rows
-    out: dict[str, frozenset[str]] = {}
+    reads: dict[str, frozenset[str]] = {}
+    texts: dict[str, str] = {}  # each relation's definitions, for the macros they call
     for schema, name, definition in rows:
         if not isinstance(name, str) or not isinstance(definition, str):
             continue
         read = frozenset(tables_of(definition, dialect))
         for key in (name.lower(), f"{str(schema).lower()}.{name.lower()}"):
-            out[key] = out.get(key, frozenset()) | read
-    return {name: read | _called(out, definition_text)
-            for name, read, definition_text in _with_texts(out, rows)}
-
-
-def _with_texts(out: Mapping[str, frozenset[str]], rows: Iterable[Any]
-                ) -> Iterable[tuple[str, frozenset[str], str]]:
-    """Each relation of ``out`` with the definitions' text it came from (for the macros
-    a definition calls)."""
-    texts: dict[str, str] = {}
-    for schema, name, definition in rows:
-        if isinstance(name, str) and isinstance(definition, str):
-            for key in (name.lower(), f"{str(schema).lower()}.{name.lower()}"):
-                texts[key] = texts.get(key, "") + "\n" + definition
-    return [(name, read, texts.get(name, "")) for name, read in out.items()]
+            reads[key] = reads.get(key, frozenset()) | read
+            texts[key] = texts.get(key, "") + "\n" + definition
+    return {key: read | _called(reads, texts[key]) for key, read in reads.items()}
 
 
 def _called(views: Mapping[str, frozenset[str]], sql: str) -> set[str]:
@@ -117,5 +106,5 @@ def _called(views: Mapping[str, frozenset[str]], sql: str) -> set[str]:
     ``FROM tmv()``), by a word match (cautious: a name in a string counts too)."""
     if not sql or "(" not in sql:
         return set()
-    low = sql.lower()
-    return {name for name in views if "." not in name and name + "(" in _NO_BLANKS.sub("(", low)}
+    calls = _NO_BLANKS.sub("(", sql.lower())
+    return {name for name in views if "." not in name and name + "(" in calls}

@@ -99,12 +99,18 @@ def max_query_bytes(options: Mapping[str, Any]) -> int:
     return v
 
 
+def oversize(query: str, limit: int) -> int | None:
+    """The UTF-8 bytes ``query`` holds when they are more than ``limit``, else None."""
+    if len(query) * 4 <= limit:  # no UTF-8 encoding needed to know it fits
+        return None
+    size = len(query.encode("utf-8", "surrogatepass"))
+    return size if size > limit else None
+
+
 def check_query_size(query: str, limit: int) -> None:
     """Refuse a predicted query longer than ``limit`` UTF-8 bytes before anything parses it."""
-    if len(query) * 4 <= limit:  # no UTF-8 encoding needed to know it fits
-        return
-    size = len(query.encode("utf-8", "surrogatepass"))
-    if size > limit:
+    size = oversize(query, limit)
+    if size is not None:
         raise QueryRefused(f"the predicted query holds {size:,} bytes, over max_query_bytes "
                            f"({limit:,}); it was not parsed or executed")
 
