@@ -276,7 +276,7 @@ def test_the_authorizer_denies_all_but_reading(chinook_sqlite: Path) -> None:
                     "PRAGMA user_version = 7", "BEGIN", "DELETE FROM genre"):
             with pytest.raises(EngineDenied, match="not authorized"):
                 run_query(conn, sql, 5.0, 100, 1 << 20, guarded=True)
-        with pytest.raises(QueryFailed, match="access to sqlite_stmt.sql is prohibited"):
+        with pytest.raises(QueryFailed, match=r"access to sqlite_stmt\.sql is prohibited"):
             run_query(conn, "SELECT sql FROM sqlite_stmt", 5.0, 100, 1 << 20, guarded=True)
         got = run_query(conn, "SELECT count(*) FROM genre", 5.0, 100, 1 << 20, guarded=True)
         assert got.rows == [(25,)]
