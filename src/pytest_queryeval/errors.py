@@ -108,6 +108,12 @@ class QueryUnparsed(QueryFailed):
     unterminated comment after ``DETACH DELETE`` is still a write attempt)."""
 
 
+class WorkerDied(QueryFailed):
+    """The query's worker died or went over its memory ceiling: a failed query, which says
+    nothing of what the query reads (an agent's count taken from the engine's account is then
+    unknown, never the text's names alone: the thirty-seventh re-probe's H1)."""
+
+
 class PartlyRead(QueryFailed):
     """The engine could not bind a query, yet its plan names tables it reads (DuckDB plans
     ``SELECT COLUMNS('Name') FROM Track``, which its binder refuses): a failed account, so the

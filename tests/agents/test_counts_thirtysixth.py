@@ -555,34 +555,6 @@ def test_a_plan_of_a_text_is_refused(tmp_path: Path) -> None:
         source.close()
 
 
-def test_a_catalog_read_that_failed_is_read_again(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """37a H8: one failed read of the views' catalog was kept as "no views" for the session.
-    The failure is a stand-in (a timeout cannot be caused on demand here)."""
-    from pytest_queryeval.agents import views
-    from pytest_queryeval.errors import QueryTimeout
-    from pytest_queryeval.sources.duckdb import DuckdbSource
-
-    _views_duckdb(tmp_path / "t.duckdb")
-    source = DuckdbSource("t", tmp_path / "t.duckdb")
-    real = views._catalog
-    calls = 0
-
-    def once_failing(src: object) -> object:
-        nonlocal calls
-        calls += 1
-        if calls == 1:
-            raise QueryTimeout("query exceeded 30 s")
-        return real(src)
-
-    monkeypatch.setattr(views, "_catalog", once_failing)
-    try:
-        assert views.with_views(source, {"tunes2"}) == {"tunes2"}
-        assert "tunes" in views.with_views(source, {"tunes2"})
-    finally:
-        source.close()
-
-
 def test_the_database_files_wal_path_is_scrubbed(tmp_path: Path) -> None:
     """37a M10: DuckDB's ``allowed_paths`` lists the database's WAL files, whose host path
     came through (only the database's path, whole, was scrubbed)."""

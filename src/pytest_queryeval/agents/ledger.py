@@ -35,6 +35,7 @@ from ..errors import (
     ReadRefused,
     SourceUnavailable,
     TableComputed,
+    WorkerDied,
 )
 from .textjudge import ANY_WRITE_WORD, is_write, may_write, tables_of
 from .trajectory import Step, call_key
@@ -535,7 +536,7 @@ def tables_read(source: DataSource, sql: str, sql_source: bool,
             names = {str(n) for n in ask(inner if inner.strip() else sql, timeout=timeout)}
         except PartlyRead as exc:  # planned, not bound: the plan's tables beside the text's
             planned = exc.tables
-        except (QueryTimeout, SourceUnavailable) as exc:  # not the text's fault: unknown
+        except (QueryTimeout, SourceUnavailable, WorkerDied) as exc:  # not the text's: unknown
             raise CountUnknown(f"the engine's account of the tables read could not be taken "
                                f"({exc.reason()})") from None
         except QueryEvalError:

@@ -8,7 +8,11 @@ function of the agent's own harness: ``SELECT 1; SELECT count(*) FROM tunes`` an
 Name FROM tunes WHERE TrackId > ?``, ``tunes`` a view of Track, counted as no read of Track);
 and no engine names a view read through another view (``forbidden_tables: [tunes]``, read
 as ``tunes2``: DuckDB's binder and PostgreSQL's plan name Track only). The thirty-sixth
-re-probe's H1, H2 and H5. The catalog is read once a datasource, as a gold is (trusted).
+re-probe's H1, H2 and H5. The same holds for the database's routines: DuckDB's macros, and
+PostgreSQL's functions, aggregates, operators, casts and domains, whose bodies no plan shows
+(``SELECT emp_count()``, a ``STABLE`` PL/pgSQL function over employee, gave its count with
+0: the thirty-seventh re-probe's H5). The catalog is read once a datasource, as a gold is
+(trusted); a catalog that cannot be read leaves the count unknown, never lower.
 """
 
 from __future__ import annotations
@@ -17,94 +21,236 @@ import contextlib
 import re
 import weakref
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["with_views"]
 
-#: Each dialect's catalog of views (and DuckDB's macros, whose definition is a query or an
-#: expression: ``CREATE MACRO n_v() AS (SELECT count(*) FROM v_t)`` read a forbidden view
-#: with 0, the thirty-seventh re-probe's H2): (schema, name, definition) rows.
+#: The schemas no suite's own object lives in.
+_SYSTEM = "('pg_catalog', 'information_schema')"
+#: Each dialect's catalog: (schema, name, definition, how) rows. ``how`` says what reads the
+#: definition: None, a read of the relation of that name (a view, a materialized view, a
+#: table's row-level security policies); ``call``, a call of it (DuckDB's macros: ``CREATE
+#: MACRO n_v() AS (SELECT count(*) FROM v_t)`` read a forbidden view with 0, the
+#: thirty-seventh re-probe's H2); a language's name (``atomic`` for a body in SQL-standard
+#: form), a PostgreSQL routine, named anywhere
+#: (``t.emp_count`` calls ``emp_count(t)``); ``aggregate``, ``domain``: named anywhere;
+#: ``operator``: its symbol anywhere; ``cast``: any query (a cast may be implicit).
 _CATALOGS: dict[str, str] = {
-    "duckdb": "SELECT schema_name, view_name, sql FROM duckdb_views() WHERE NOT internal "
-              "UNION ALL SELECT schema_name, function_name, 'SELECT ' || macro_definition "
-              "FROM duckdb_functions() WHERE function_type IN ('macro', 'table_macro') AND "
-              "NOT internal AND macro_definition IS NOT NULL",
-    "sqlite": "SELECT 'main', name, sql FROM sqlite_master WHERE type = 'view'",
-    "postgres": "SELECT schemaname, viewname, definition FROM pg_views WHERE schemaname NOT IN "
-                "('pg_catalog', 'information_schema') UNION ALL SELECT schemaname, "
-                "matviewname, definition FROM pg_matviews",
+    "duckdb": "SELECT schema_name, view_name, sql, NULL FROM duckdb_views() WHERE NOT internal "
+              "UNION ALL SELECT schema_name, function_name, 'SELECT ' || macro_definition, "
+              "'call' FROM duckdb_functions() WHERE function_type IN ('macro', 'table_macro') "
+              "AND NOT internal AND macro_definition IS NOT NULL",
+    "sqlite": "SELECT 'main', name, sql, NULL FROM sqlite_master WHERE type = 'view'",
+    "postgres": " UNION ALL ".join([
+        f"SELECT schemaname::text, viewname::text, definition, NULL FROM pg_views "
+        f"WHERE schemaname NOT IN {_SYSTEM}",
+        "SELECT schemaname::text, matviewname::text, definition, NULL FROM pg_matviews",
+        "SELECT schemaname::text, tablename::text, 'SELECT ' || coalesce(qual, 'NULL') || ', '"
+        " || coalesce(with_check, 'NULL'), NULL FROM pg_policies",
+        # a body in SQL-standard form (BEGIN ATOMIC) keeps no source text: its definition
+        f"SELECT n.nspname::text, p.proname::text, CASE WHEN p.prosqlbody IS NULL THEN "
+        f"p.prosrc ELSE pg_get_functiondef(p.oid) END, CASE WHEN p.prosqlbody IS NULL THEN "
+        f"l.lanname::text ELSE 'atomic' END FROM pg_proc p "
+        f"JOIN pg_namespace n ON n.oid = p.pronamespace JOIN pg_language l "
+        f"ON l.oid = p.prolang WHERE n.nspname NOT IN {_SYSTEM} AND p.prokind <> 'a' "
+        f"AND l.lanname NOT IN ('internal', 'c')",
+        f"SELECT n.nspname::text, p.proname::text, 'SELECT ' || (SELECT string_agg("
+        f"quote_ident(f.proname) || '()', ', ') FROM pg_proc f WHERE f.oid IN ("
+        f"a.aggtransfn, a.aggfinalfn, a.aggcombinefn, a.aggmtransfn, a.aggminvtransfn, "
+        f"a.aggmfinalfn)), 'aggregate' FROM pg_aggregate a JOIN pg_proc p "
+        f"ON p.oid = a.aggfnoid JOIN pg_namespace n ON n.oid = p.pronamespace "
+        f"WHERE n.nspname NOT IN {_SYSTEM}",
+        f"SELECT n.nspname::text, o.oprname::text, 'SELECT ' || quote_ident(p.proname) "
+        f"|| '()', 'operator' FROM pg_operator o JOIN pg_proc p ON p.oid = o.oprcode "
+        f"JOIN pg_namespace n ON n.oid = o.oprnamespace WHERE n.nspname NOT IN {_SYSTEM}",
+        f"SELECT n.nspname::text, p.proname::text, 'SELECT ' || quote_ident(p.proname) "
+        f"|| '()', 'cast' FROM pg_cast c JOIN pg_proc p ON p.oid = c.castfunc "
+        f"JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname NOT IN {_SYSTEM}",
+        f"SELECT n.nspname::text, t.typname::text, 'SELECT ' || pg_get_constraintdef(c.oid), "
+        f"'domain' FROM pg_constraint c JOIN pg_type t ON t.oid = c.contypid "
+        f"JOIN pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname NOT IN {_SYSTEM}",
+    ]),
 }
+#: The ``how`` of a definition that is SQL (read by the text's parser); any other language's
+#: body (PL/pgSQL's words, PL/Python's) is read as in :func:`_body_reads`.
+_SQL_BODIES = frozenset({"call", "sql", "aggregate", "operator", "cast", "domain"})
+#: Bodies read as their words: PL/pgSQL's (SQL among its own statements), and a function's
+#: definition in SQL-standard form (``BEGIN ATOMIC ... END``, as ``pg_get_functiondef`` gives
+#: it: a ``CREATE FUNCTION`` statement whose body sqlglot does not read).
+_WORD_BODIES = frozenset({"plpgsql", "atomic"})
+#: Named anywhere in a text (as a word): PostgreSQL's routines, aggregates and domains.
+_NAMED = frozenset({"aggregate", "domain"})
 #: Blanks before a call's parenthesis (``n_v ()``).
 _NO_BLANKS = re.compile(r"\s+\(")
-#: The most views a catalog is read for (past them, the rest are not expanded).
+#: A comment, read as nothing (``n_v/**/()`` calls ``n_v``).
+_COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*", re.DOTALL)
+#: PostgreSQL's Unicode-escaped name (``U&"emp\0063ount"``).
+_UNICODE_NAME = re.compile(r'u&"((?:[^"]|"")*)"', re.IGNORECASE)
+_UNICODE_ESCAPE = re.compile(r"\\(?:\+([0-9a-fA-F]{6})|([0-9a-fA-F]{4}))")
+#: A statement a routine runs from a text it builds (PL/pgSQL's ``EXECUTE``, ``RETURN QUERY
+#: EXECUTE``, ``FOR r IN EXECUTE``): the tables it reads are known only at run time.
+_DYNAMIC = re.compile(r"(?<![\w$])execute(?![\w$])", re.IGNORECASE)
+#: The most rows a catalog is read for (past them, the rest are not expanded).
 MAX_VIEWS = 10_000
 
-_read: weakref.WeakKeyDictionary[Any, Mapping[str, frozenset[str]]] = weakref.WeakKeyDictionary()
+
+@dataclass(frozen=True)
+class _Catalog:
+    """What each relation or routine reads (``reads``: views, macros and routines by name and
+    ``schema.name``, operators and casts by a key no name spells), and what brings each in
+    beside a read of its name: a call (``calls``), a word (``words``), a symbol
+    (``symbols``), or any query (``always``)."""
+
+    reads: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    calls: frozenset[str] = frozenset()
+    words: frozenset[str] = frozenset()
+    symbols: Mapping[str, str] = field(default_factory=dict)
+    always: frozenset[str] = frozenset()
+
+    def brought(self, sql: str) -> set[str]:
+        """The keys of :attr:`reads` that ``sql`` calls or names (cautious: a name in a
+        string or a comment counts too)."""
+        out = set(self.always)
+        if not sql:
+            return out
+        spellings = _spellings(sql)
+        if self.calls and "(" in sql:
+            out |= {n for n in self.calls if any(n + "(" in s for s in spellings)}
+        if self.words:
+            words = {w for s in spellings for w in re.findall(r"[\w$]+", s)}
+            out |= {n for n in self.words if n in words}
+        out |= {key for symbol, key in self.symbols.items() if symbol in sql}
+        return out
+
+
+_read: weakref.WeakKeyDictionary[Any, _Catalog] = weakref.WeakKeyDictionary()
 
 
 def with_views(source: Any, names: Iterable[str], sql: str = "") -> set[str]:
     """``names`` (a query's account of what it read, lower-cased) with, for each view among
-    them and each macro ``sql`` calls, the relations its definition reads, views and macros
-    under them included (each by its name and its schema-qualified name)."""
+    them and each routine ``sql`` calls or names, the relations its definition reads, views
+    and routines under them included (each by its name and its schema-qualified name).
+
+    Raises :class:`~.ledger.CountUnknown` when the catalog cannot be read: an account without
+    the views and routines under it could be lower than what ran (the thirty-seventh
+    re-probe's H1 and H8)."""
     out = set(names)
-    views = _views(source)
-    if not views:
+    catalog = _views(source)
+    if not catalog.reads:
         return out
-    out |= _called(views, sql)
-    todo = [n for n in out if n in views]
+    out |= catalog.brought(sql)
+    todo = [n for n in out if n in catalog.reads]
     while todo:
-        for name in views[todo.pop()]:
+        for name in catalog.reads[todo.pop()]:
             if name not in out:
                 out.add(name)
-                if name in views:
+                if name in catalog.reads:
                     todo.append(name)
     return out
 
 
-def _views(source: Any) -> Mapping[str, frozenset[str]]:
-    """The datasource's views (each by its name and ``schema.name``, lower-cased) and the
-    relations each definition names (:func:`~.textjudge.tables_of`); empty for a dialect
-    without a catalog here. A catalog that cannot be read now is read again next time (not
-    kept as empty: a transient timeout lost every later expansion)."""
+def _views(source: Any) -> _Catalog:
+    """The datasource's catalog (:func:`_catalog`), read once; one that cannot be read now is
+    read again next time, and the count waiting on it is unknown."""
     from ..errors import QueryEvalError
+    from .ledger import CountUnknown
 
     try:
         return _read[source]
     except (KeyError, TypeError):
         pass
     try:
-        views = _catalog(source)
-    except QueryEvalError:
-        return {}
+        catalog = _catalog(source)
+    except QueryEvalError as exc:
+        raise CountUnknown(f"the database's views and routines could not be read "
+                           f"({exc.reason()})") from None
     with contextlib.suppress(TypeError):  # not weakly referable: read again next time
-        _read[source] = views
-    return views
+        _read[source] = catalog
+    return catalog
 
 
-def _catalog(source: Any) -> Mapping[str, frozenset[str]]:
+def _catalog(source: Any) -> _Catalog:
     from .textjudge import tables_of
 
     dialect = getattr(source, "dialect", None)
     query = _CATALOGS.get(dialect or "")
     if query is None:
-        return {}
+        return _Catalog()
     rows = source.execute(query, trusted=True, max_rows=MAX_VIEWS).rows
     reads: dict[str, frozenset[str]] = {}
-    texts: dict[str, str] = {}  # each relation's definitions, for the macros they call
-    for schema, name, definition in rows:
+    texts: dict[str, str] = {}  # each key's definitions, for the routines they call
+    calls: set[str] = set()
+    words: set[str] = set()
+    symbols: dict[str, str] = {}
+    always: set[str] = set()
+    for schema, name, definition, how in rows:
         if not isinstance(name, str) or not isinstance(definition, str):
             continue
-        read = frozenset(tables_of(definition, dialect))
-        for key in (name.lower(), f"{str(schema).lower()}.{name.lower()}"):
+        read = frozenset(tables_of(definition, dialect) if how is None or how in _SQL_BODIES
+                         else set())
+        read |= _body_reads(definition, how, dialect)
+        name = name.lower()
+        keys = [name, f"{str(schema).lower()}.{name}"]
+        if how == "operator":
+            keys = [f"operator {name}"]
+            symbols[name] = keys[0]
+        elif how == "cast":
+            keys = [f"cast {name}"]
+            always.add(keys[0])
+        elif how == "call":
+            calls.add(name)
+        elif how is not None:  # a PostgreSQL routine, aggregate or domain
+            words.add(name)
+        for key in keys:
             reads[key] = reads.get(key, frozenset()) | read
             texts[key] = texts.get(key, "") + "\n" + definition
-    return {key: read | _called(reads, texts[key]) for key, read in reads.items()}
+    found = _Catalog(reads, frozenset(calls), frozenset(words), symbols, frozenset())
+    return _Catalog({key: read | (found.brought(texts[key]) - {key})
+                     for key, read in reads.items()},
+                    found.calls, found.words, symbols, frozenset(always))
 
 
-def _called(views: Mapping[str, frozenset[str]], sql: str) -> set[str]:
-    """The relations of ``views`` that ``sql`` calls as a function (a macro: ``n_v()``,
-    ``FROM tmv()``), by a word match (cautious: a name in a string counts too)."""
-    if not sql or "(" not in sql:
-        return set()
-    calls = _NO_BLANKS.sub("(", sql.lower())
-    return {name for name in views if "." not in name and name + "(" in calls}
+def _body_reads(body: str, how: str | None, dialect: str | None) -> set[str]:
+    """What a definition reads beside the tables its SQL names: every table, for a body that
+    runs a statement built at run time (PL/pgSQL's ``EXECUTE``, a function of
+    :data:`~..sources.pgguard.SQL_TEXT_FUNCTIONS` or DuckDB's ``query_table``) or is in a
+    language no parser here reads (PL/Python, PL/Perl); every word of a PL/pgSQL body (its
+    statements are SQL among PL/pgSQL's own words)."""
+    from ..sources.pgguard import SQL_TEXT_FUNCTIONS, SQL_TEXT_PREFIXES, TABLE_BY_NAME_FUNCTIONS
+    from ..sources.sqlfunctions import SQL_TEXT_FUNCTIONS as DIALECT_TEXT_FUNCTIONS
+    from ..sources.sqlfunctions import TABLE_READERS
+    from .language import EVERY_TABLE
+
+    words = {w.lower() for w in re.findall(r"[A-Za-z_][\w$]*", body)}
+    out = words if how in _WORD_BODIES else set()
+    if how is not None and how not in _SQL_BODIES and how not in _WORD_BODIES:
+        return {EVERY_TABLE}
+    runs_text = (SQL_TEXT_FUNCTIONS | TABLE_BY_NAME_FUNCTIONS
+                 | DIALECT_TEXT_FUNCTIONS.get(dialect or "", frozenset())
+                 | TABLE_READERS.get(dialect or "", frozenset()))
+    if (words & runs_text or any(w.startswith(SQL_TEXT_PREFIXES) for w in words)
+            or (how == "plpgsql" and _DYNAMIC.search(body))):
+        out = out | {EVERY_TABLE}
+    return out
+
+
+def _spellings(sql: str) -> list[str]:
+    """``sql`` lower-cased as written, and without comments, quotes or blanks before a
+    parenthesis, Unicode-escaped names decoded: each way an engine reads a name in it."""
+    low = sql.lower()
+    plain = _NO_BLANKS.sub("(", _COMMENT.sub("", low))
+    if "u&" in plain:
+        plain = _UNICODE_NAME.sub(lambda m: _unescaped(m.group(1)), plain)
+    return [low, plain.replace('"', "").replace("`", "")]
+
+
+def _unescaped(text: str) -> str:
+    """A ``U&"..."`` name's text with its escapes read (the default escape character)."""
+    def one(match: re.Match[str]) -> str:
+        try:
+            return chr(int(match.group(1) or match.group(2), 16))
+        except (ValueError, OverflowError):
+            return match.group(0)
+
+    return _UNICODE_ESCAPE.sub(one, text).lower()

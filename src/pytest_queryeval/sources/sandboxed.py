@@ -24,7 +24,7 @@ from .._isolation.sandbox import (
     shared_sandbox,
 )
 from .._util import safefile
-from ..errors import PartlyRead, QueryFailed, QueryRefused, QueryTimeout, SourceUnavailable
+from ..errors import PartlyRead, QueryFailed, QueryRefused, QueryTimeout, SourceUnavailable, WorkerDied
 from ..results import ResultTable
 from .base import (
     PACK_BATCHES,
@@ -106,11 +106,11 @@ def query_outcome(outcome: Callable[[], Reply], *, timeout: float, max_bytes: in
     except SandboxTooBig:
         return ResultTable([], [], True, meta={"max_bytes": max_bytes})
     except SandboxMemoryError:
-        raise QueryFailed(f"out of memory: the query went over max_memory "
-                          f"({max_memory:,} bytes)") from None
+        raise WorkerDied(f"out of memory: the query went over max_memory "
+                         f"({max_memory:,} bytes)") from None
     except SandboxCrashed:
-        raise QueryFailed(f"the query's worker died (out of memory? max_memory is "
-                          f"{max_memory:,} bytes)") from None
+        raise WorkerDied(f"the query's worker died (out of memory? max_memory is "
+                         f"{max_memory:,} bytes)") from None
     return ResultTable(columns, unpack_rows(rows), truncated, seconds, meta)
 
 
