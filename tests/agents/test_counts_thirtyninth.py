@@ -208,3 +208,53 @@ def test_a_macro_over_a_text_it_builds_reads_every_table(tmp_path: Path) -> None
         assert _counts(source, "Track", "SELECT count(*) FROM Genre") == (0.0, 0.0, 0.0)
     finally:
         source.close()
+
+
+@pytest.mark.parametrize(("forbidden", "sql"), [
+    ("Genre", "UNPIVOT Genre ON Name INTO NAME k VALUE v"),
+    ("Track", "UNPIVOT tunes ON Name INTO NAME k VALUE v"),
+])
+def test_an_unpivot_counts_the_same_replayed_and_unrun(forbidden: str, sql: str,
+                                                       tmp_path: Path) -> None:
+    """36a M3: DuckDB's UNPIVOT statement was a write attempt replayed and none unrun, and
+    through a view (``tunes``, a view of Track) counted Track unrun and not replayed."""
+    from pytest_queryeval.agents.ledger import Ledger
+    from pytest_queryeval.errors import QueryEvalError
+    from pytest_queryeval.sources.duckdb import DuckdbSource
+
+    _views_duckdb(tmp_path / "t.duckdb")
+    source = DuckdbSource("t", tmp_path / "t.duckdb")
+    try:
+        replayed, unrun = Ledger.for_tables([forbidden]), Ledger.for_tables([forbidden])
+        with pytest.raises(QueryEvalError):
+            replayed.run_query(source, sql, max_rows=5)
+        unrun.count_unrun(sql, "duckdb", why="replay: false", source=source)
+        got = [(ledger.metrics()["write_attempts"], ledger.metrics()["forbidden_tables"])
+               for ledger in (replayed, unrun)]
+        assert got == [(1.0, 1.0), (1.0, 1.0)]
+    finally:
+        source.close()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("sql", [
+    "SELECT pg_stat_get_xact_tuples_returned('employee'::regclass)",
+    "SELECT pg_sequence_last_value('employee'::regclass)",
+])
+def test_a_volatile_call_is_a_write_attempt_however_judged(routines: Any, sql: str) -> None:
+    """36a M2: a call the PostgreSQL datasource refuses for a volatile function was a write
+    attempt replayed and none unrun (or as a final query the kind refused)."""
+    from pytest_queryeval.agents.ledger import Ledger
+    from pytest_queryeval.errors import QueryEvalError
+
+    replayed, unrun, final = (Ledger.for_tables(["employee"]) for _ in range(3))
+    with pytest.raises(QueryEvalError, match="volatile"):
+        replayed.run_query(routines, sql, max_rows=5)
+    unrun.count_unrun(sql, routines.dialect, why="replay: false", source=routines)
+    final.final_query(routines, sql, False)
+    assert [ledger.metrics()["write_attempts"] for ledger in (replayed, unrun, final)] == \
+        [1.0, 1.0, 1.0]
+    honest = Ledger.for_tables(["employee"])
+    honest.count_unrun("SELECT random() < 2", routines.dialect, why="replay: false",
+                       source=routines)
+    assert honest.metrics()["write_attempts"] == 0.0

@@ -144,7 +144,7 @@ class Ledger:
         dialect = getattr(source, "dialect", None)
         if sql_source and is_write(sql, dialect):  # its forbidden tables as the final query's
             self._write(f"write attempt refused: {_short(sql)}")
-            self._touch(self._written(sql, dialect))
+            self._touch(self._written(sql, dialect) | self._viewed(source, sql, dialect))
             raise WriteRefused("the agent's query would change the database; agent tools are "
                                "read-only")
         if self.forbidden:
@@ -235,6 +235,8 @@ class Ledger:
             # refused as a call is (``query('DELETE FROM Genre')``): its write attempt, as the
             # call's; it was none as the final query (the thirty-sixth re-probe's M1)
             self._write(f"write attempt (the final query; {refusal.reason()}): {_short(sql)}")
+        elif refusal is None and sql_source and not ran:
+            self._vetted(source, sql, "the final query")
         if self.forbidden:
             if isinstance(refusal, ReadRefused | FormRefused):  # a read not run: as a call's
                 self._touch(self._named(sql))  # (SHOW Track, PRAGMA table_info: 37a M3)
@@ -252,6 +254,20 @@ class Ledger:
         return {t for t in self.forbidden
                 if any(re.search(rf"(?<![\w$]){re.escape(t)}(?![\w$])", text, re.IGNORECASE)
                        for text in dict.fromkeys((sql, flat)))}
+
+    def _viewed(self, source: DataSource, sql: str, dialect: str | None) -> set[str]:
+        """The relations under the views and routines a refused write's text names, as an
+        unrun text counts them (``UNPIVOT tunes ...``, ``tunes`` a view of Track, counted
+        Track unrun and none replayed: the thirty-sixth re-probe's M3); none when the catalog
+        cannot be read (the write ran nothing)."""
+        from .views import with_views
+
+        if not self.forbidden:
+            return set()
+        try:
+            return with_views(source, tables_of(sql, dialect), sql)
+        except QueryEvalError:
+            return set()
 
     def _written(self, sql: str, dialect: str | None) -> set[str]:
         """The forbidden tables a refused write counts: those it names, or every one when it
@@ -322,6 +338,7 @@ class Ledger:
                          f"({why}): {verdict.why}")
         elif source is not None:
             self._guard_unrun(sql, dialect, why)
+            self._vetted(source, sql, why)
         if self.forbidden:
             read = verdict.tables | tables_of(sql, dialect)
             if source is not None:  # when the engine cannot say, the text's account stands
@@ -349,6 +366,10 @@ class Ledger:
         try:
             check_read_only(sql, dialect)
         except (ReadRefused, FormRefused) as exc:
+            if isinstance(exc, FormRefused) and is_write(sql, dialect):
+                # DuckDB's UNPIVOT statement, a write to the replay's judge (it creates a
+                # type first): counted as the replayed call is (the thirty-sixth re-probe's M3)
+                self._write(f"write attempt ({why}; {exc.reason()}): {_short(sql)}")
             self._read_refused(sql, exc)
         except QuerySyntaxError:
             if is_write(sql, dialect):
@@ -358,6 +379,20 @@ class Ledger:
             self._computed(exc)
         except QueryEvalError:
             pass  # the guard could not judge it (its parse's deadline): the text's account
+
+    def _vetted(self, source: DataSource, sql: str, why: str) -> None:
+        """A text the datasource itself would refuse before running it, for a function it
+        calls (PostgreSQL's volatile functions: ``refused_functions``), counted as the
+        replayed call's refusal is: a write attempt."""
+        ask = getattr(source, "refused_functions", None)
+        if not callable(ask):
+            return
+        try:
+            refusal = ask(sql)
+        except QueryEvalError:
+            return  # the guard's refusal: judged above
+        if refusal:
+            self._write(f"write attempt ({why}; {refusal}): {_short(sql)}")
 
     def _oversized(self, sql: str) -> bool:
         """Whether ``sql`` holds more than :attr:`max_query_bytes`: then it is neither judged

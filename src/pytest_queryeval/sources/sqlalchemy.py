@@ -305,6 +305,27 @@ class SqlAlchemySource(SourceDefaults):
         self._report_capabilities(self._capabilities)
         return self._execute_here(query, timeout, max_rows, called)
 
+    def refused_functions(self, query: str) -> str | None:
+        """Why :meth:`execute` would refuse ``query`` for a volatile function it calls (the
+        server's ``pg_proc``, :meth:`_vet_functions`), asked without running it; None when it
+        would not, or on another backend. An agent's call that is not replayed is judged so,
+        as the replayed one is refused (``pg_sequence_last_value(...)`` was a write attempt
+        replayed and none unrun: the thirty-sixth re-probe's M2). The guard's own refusals
+        are raised as :meth:`execute` raises them."""
+        if self.backend != "postgresql":
+            return None
+        called = check_read_only(query, self.dialect)
+        if not called:
+            return None
+        conn = self._checked_connection()
+        try:
+            self._vet_functions(conn, called)
+        except QueryRefused as exc:
+            return exc.reason()
+        finally:
+            _rollback_and_close(conn)
+        return None
+
     def tables_read(self, query: str, *, timeout: float | None = None) -> frozenset[str]:
         """The tables PostgreSQL's planner reads for ``query`` (``EXPLAIN (FORMAT JSON,
         VERBOSE)``: the plan's relations with their schemas, ``sales.orders``, which without
