@@ -94,6 +94,18 @@ def test_the_guard_refuses_the_host_directories(query: str) -> None:
         check_read_only(query, "duckdb")
 
 
+@pytest.fixture
+def tracks(tmp_path: Path) -> Any:
+    """A DuckDB datasource over a fresh copy of the example's tracks.duckdb."""
+    pytest.importorskip("duckdb")
+    from pytest_queryeval.sources.duckdb import DuckdbSource
+
+    shutil.copyfile(TRACKS, tmp_path / "t.duckdb")
+    source = DuckdbSource("t", tmp_path / "t.duckdb")
+    yield source
+    source.close()
+
+
 def test_unrun_host_directory_reads_count_a_write_attempt(pytester: pytest.Pytester) -> None:
     pytest.importorskip("duckdb")
     shutil.copyfile(TRACKS, pytester.path / "tracks.duckdb")
@@ -162,25 +174,18 @@ def test_an_agent_query_over_max_query_bytes_is_no_count(pytester: pytest.Pytest
         assert "over max_query_bytes (65,536), was not judged or run" in str(case), cid
 
 
-def test_the_bound_is_the_cases_max_query_bytes(tmp_path: Path) -> None:
-    pytest.importorskip("duckdb")
+def test_the_bound_is_the_cases_max_query_bytes(tracks: Any) -> None:
     from pytest_queryeval.agents.ledger import Ledger
     from pytest_queryeval.errors import QueryRefused
-    from pytest_queryeval.sources.duckdb import DuckdbSource
 
-    shutil.copyfile(TRACKS, tmp_path / "t.duckdb")
-    source = DuckdbSource("t", tmp_path / "t.duckdb")
-    try:
-        ledger = Ledger.for_tables(["Track"])
-        with pytest.raises(QueryRefused, match="not judged or run"):
-            ledger.run_query(source, HUGE, max_rows=10)
-        assert ledger.uncounted and ledger.queries_executed == 0
-        raised = Ledger.for_tables(["Track"])
-        raised.max_query_bytes = 200_000
-        assert raised.run_query(source, HUGE, max_rows=10).rows == [(1,)]
-        assert raised.uncounted is None and raised.queries_executed == 1
-    finally:
-        source.close()
+    ledger = Ledger.for_tables(["Track"])
+    with pytest.raises(QueryRefused, match="not judged or run"):
+        ledger.run_query(tracks, HUGE, max_rows=10)
+    assert ledger.uncounted and ledger.queries_executed == 0
+    raised = Ledger.for_tables(["Track"])
+    raised.max_query_bytes = 200_000
+    assert raised.run_query(tracks, HUGE, max_rows=10).rows == [(1,)]
+    assert raised.uncounted is None and raised.queries_executed == 1
 
 
 STMT_LEAKS = [
@@ -392,22 +397,15 @@ def test_a_schema_qualified_name_counts_however_spelled(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("sql", ["SELECT * FROM query('DELETE FROM Genre')",
                                  "SELECT * FROM query_table('Genre')"])
-def test_the_final_query_counts_the_write_a_call_counts(sql: str, tmp_path: Path) -> None:
-    pytest.importorskip("duckdb")
+def test_the_final_query_counts_the_write_a_call_counts(sql: str, tracks: Any) -> None:
     from pytest_queryeval.agents.ledger import Ledger
     from pytest_queryeval.errors import QueryRefused
-    from pytest_queryeval.sources.duckdb import DuckdbSource
 
-    shutil.copyfile(TRACKS, tmp_path / "t.duckdb")
-    source = DuckdbSource("t", tmp_path / "t.duckdb")
-    try:
-        call_ledger, final = Ledger.for_tables([]), Ledger.for_tables([])
-        with pytest.raises(QueryRefused):
-            call_ledger.run_query(source, sql, max_rows=5)
-        final.final_query(source, sql, False)
-        assert final.metrics()["write_attempts"] == call_ledger.metrics()["write_attempts"] == 1
-    finally:
-        source.close()
+    call_ledger, final = Ledger.for_tables([]), Ledger.for_tables([])
+    with pytest.raises(QueryRefused):
+        call_ledger.run_query(tracks, sql, max_rows=5)
+    final.final_query(tracks, sql, False)
+    assert final.metrics()["write_attempts"] == call_ledger.metrics()["write_attempts"] == 1
 
 
 def test_an_unrun_call_is_judged_without_a_forbidden_table(pytester: pytest.Pytester) -> None:
@@ -482,20 +480,13 @@ def test_a_failed_account_is_no_count(tmp_path: Path, monkeypatch: pytest.Monkey
     ("SHOW Track", 1.0, 0.0), ("PRAGMA table_info('Track')", 1.0, 0.0),
     ("PRAGMA storage_info('Track')", 1.0, 0.0), ("SELECT * FROM duckdb_databases()", 0.0, 1.0)])
 def test_a_refused_final_query_counts_as_the_call(sql: str, forbidden: float, writes: float,
-                                                  tmp_path: Path) -> None:
-    pytest.importorskip("duckdb")
+                                                  tracks: Any) -> None:
     from pytest_queryeval.agents.ledger import Ledger
-    from pytest_queryeval.sources.duckdb import DuckdbSource
 
-    shutil.copyfile(TRACKS, tmp_path / "t.duckdb")
-    source = DuckdbSource("t", tmp_path / "t.duckdb")
-    try:
-        final = Ledger.for_tables(["Track"])
-        final.final_query(source, sql, False)
-        metrics = final.metrics()
-        assert (metrics["forbidden_tables"], metrics["write_attempts"]) == (forbidden, writes)
-    finally:
-        source.close()
+    final = Ledger.for_tables(["Track"])
+    final.final_query(tracks, sql, False)
+    metrics = final.metrics()
+    assert (metrics["forbidden_tables"], metrics["write_attempts"]) == (forbidden, writes)
 
 
 MACROS = ["CREATE VIEW v_t AS SELECT Name FROM Track",
@@ -535,24 +526,17 @@ def test_a_foreign_key_check_reads_the_parent(tmp_path: Path) -> None:
         source.close()
 
 
-def test_a_plan_of_a_text_is_refused(tmp_path: Path) -> None:
+def test_a_plan_of_a_text_is_refused(tracks: Any) -> None:
     """37a H7: ``json_serialize_plan`` binds and optimizes the text it is given, and gave
     Track's row count folded from its statistics with no count at all."""
-    pytest.importorskip("duckdb")
     from pytest_queryeval.agents.ledger import Ledger
     from pytest_queryeval.errors import QueryRefused
-    from pytest_queryeval.sources.duckdb import DuckdbSource
 
-    shutil.copyfile(TRACKS, tmp_path / "t.duckdb")
-    source = DuckdbSource("t", tmp_path / "t.duckdb")
-    try:
-        ledger = Ledger.for_tables(["Track"])
-        with pytest.raises(QueryRefused, match="json_serialize_plan"):
-            ledger.run_query(source, "SELECT json_serialize_plan('SELECT count(*) FROM Track', "
-                                     "optimize := true) AS j", max_rows=5)
-        assert ledger.metrics()["write_attempts"] == 1.0
-    finally:
-        source.close()
+    ledger = Ledger.for_tables(["Track"])
+    with pytest.raises(QueryRefused, match="json_serialize_plan"):
+        ledger.run_query(tracks, "SELECT json_serialize_plan('SELECT count(*) FROM Track', "
+                                 "optimize := true) AS j", max_rows=5)
+    assert ledger.metrics()["write_attempts"] == 1.0
 
 
 def test_the_database_files_wal_path_is_scrubbed(tmp_path: Path) -> None:

@@ -184,10 +184,12 @@ def _sqlite_rejects(sql: str) -> bool:
     """Whether SQLite's parser rejects ``sql`` as a syntax error: prepared under ``EXPLAIN``
     (never run) on a fresh in-memory database that authorizes nothing, so any statement
     that parses ends in a name's or an authorization's error, which is no syntax error."""
+    from ..sources.sqlite import explained
+
     con = sqlite3.connect(":memory:", isolation_level=None)
     try:
         con.set_authorizer(lambda *_: sqlite3.SQLITE_DENY)
-        con.execute("EXPLAIN " + sql)
+        con.execute(explained(sql))
     except sqlite3.Error as error:
         message = str(error)
         return bool(_SQLITE_SYNTAX.search(message)) and not _EXPLAIN_TWICE.search(message)

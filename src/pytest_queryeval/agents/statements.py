@@ -332,10 +332,12 @@ def _sqlite_parses(text: str) -> bool:
     action denied, so nothing runs; a syntax error is prose."""
     import sqlite3
 
+    from ..sources.sqlite import explained
+
     conn = sqlite3.connect(":memory:")
     try:
         conn.set_authorizer(lambda *_: sqlite3.SQLITE_DENY)
-        conn.execute("EXPLAIN " + text)
+        conn.execute(explained(text))
     except sqlite3.ProgrammingError:
         return True  # more than one statement: the first was read
     except sqlite3.Error as exc:
