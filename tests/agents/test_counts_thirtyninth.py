@@ -19,6 +19,7 @@ error), and the catalog is read again next time.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from pathlib import Path
 from typing import Any
@@ -258,3 +259,75 @@ def test_a_volatile_call_is_a_write_attempt_however_judged(routines: Any, sql: s
     honest.count_unrun("SELECT random() < 2", routines.dialect, why="replay: false",
                        source=routines)
     assert honest.metrics()["write_attempts"] == 0.0
+
+
+#: (engine, forbidden, text, (forbidden_tables, write_attempts)): the same on every path,
+#: replayed, unrun and as the final query. Before, in order: f 0 everywhere (37a M4); unrun
+#: f 0 (M5); unrun an error with w 0 (M6); unrun f 0 (M7, three); final f 0 under a table
+#: macro and a view (36a M3's final side); an honest read with a comment after its last
+#: semicolon a write attempt (37a L1, two); unrun an error with w 0 (37a L4); f 0 through a
+#: view (36a L1).
+SAME_EVERYWHERE = [
+    ("sqlite", "Employee", "PRAGMA index_info(IFK_EmployeeReportsTo)", (1.0, 0.0)),
+    ("sqlite", "Employee", "PRAGMA foreign_key_check(Employee)", (1.0, 1.0)),
+    ("duckdb", "Track", "PRAGMA show('Track')", (1.0, 1.0)),
+    ("duckdb", "Track", "CALL pragma_table_info('Track')", (1.0, 1.0)),
+    ("duckdb", "Track", "CALL pragma_storage_info('Track')", (1.0, 1.0)),
+    ("duckdb", "Track", "CALL duckdb_table_sample('Track')", (1.0, 1.0)),
+    ("duckdb", "Track", "PIVOT (FROM tm()) ON Name USING count(*)", (1.0, 1.0)),
+    ("duckdb", "Track", "UNPIVOT tunes ON Name INTO NAME k VALUE v", (1.0, 1.0)),
+    ("duckdb", "Genre", "SELECT * FROM Genre; -- ok", (1.0, 0.0)),
+    ("duckdb", "Genre", "SELECT * FROM Genre; /* ok */", (1.0, 0.0)),
+    ("duckdb", "Genre", "SUMMARIZE DELETE FROM Genre", (1.0, 1.0)),
+    ("duckdb", "Track", "SHOW tunes", (1.0, 0.0)),
+]
+
+
+@pytest.fixture
+def engines(tmp_path: Path) -> Any:
+    """A DuckDB datasource with a view and a table macro over Track (``tunes``, ``tm``), and
+    the example's chinook on SQLite."""
+    duckdb = pytest.importorskip("duckdb")
+    from pytest_queryeval.sources.duckdb import DuckdbSource
+    from pytest_queryeval.sources.sqlite import SqliteSource
+    from tests.agents.test_counts_thirtysixth import CHINOOK
+
+    _views_duckdb(tmp_path / "t.duckdb")
+    conn = duckdb.connect(str(tmp_path / "t.duckdb"))
+    conn.execute("CREATE MACRO tm() AS TABLE SELECT * FROM Track")
+    conn.close()
+    shutil.copyfile(CHINOOK, tmp_path / "c.sqlite")
+    sources = {"duckdb": DuckdbSource("t", tmp_path / "t.duckdb"),
+               "sqlite": SqliteSource("c", tmp_path / "c.sqlite")}
+    yield sources
+    for source in sources.values():
+        source.close()
+
+
+@pytest.mark.parametrize(("engine", "forbidden", "sql", "expected"), SAME_EVERYWHERE,
+                         ids=[f"{e}-{s[:30]}" for e, _, s, _ in SAME_EVERYWHERE])
+def test_a_text_counts_the_same_on_every_path(engines: Any, engine: str, forbidden: str,
+                                              sql: str, expected: tuple[float, float]) -> None:
+    from pytest_queryeval.agents.ledger import Ledger
+    from pytest_queryeval.errors import QueryEvalError
+
+    source = engines[engine]
+    ledgers = [Ledger.for_tables([forbidden]) for _ in range(3)]
+    with contextlib.suppress(QueryEvalError):
+        ledgers[0].run_query(source, sql, max_rows=5)
+    ledgers[1].count_unrun(sql, source.dialect, why="replay: false", source=source)
+    ledgers[2].final_query(source, sql, False)
+    got = [(m["forbidden_tables"], m["write_attempts"], ledger.uncounted)
+           for ledger in ledgers for m in (ledger.metrics(),)]
+    assert got == [(*expected, None)] * 3
+
+
+def test_an_honest_read_with_a_trailing_comment_runs(engines: Any) -> None:
+    """37a L1: the read runs (it was refused as two statements) on every embedded engine."""
+    for source in engines.values():
+        assert source.execute("SELECT count(*) FROM Genre; -- ok").rows == [(25,)]
+
+
+@pytest.mark.postgres
+def test_an_honest_read_with_a_trailing_comment_runs_on_postgresql(routines: Any) -> None:
+    assert routines.execute("SELECT count(*) FROM genre; -- ok").rows == [(1,)]

@@ -158,13 +158,13 @@ class Ledger:
             self._refused(f"read refused ({exc.reason()}): {_short(sql)}")
             raise
         except ReadRefused as exc:  # a read no count can see, not run: no write
-            self._read_refused(sql, exc)
+            self._read_refused(sql, exc, source)
             raise
         except QueryRefused as exc:
             if isinstance(exc, QuerySyntaxError):
                 self._unparsed(sql, sql_source)
             elif sql_source and isinstance(exc, FormRefused) and _a_read(sql, dialect):
-                self._read_refused(sql, exc)
+                self._read_refused(sql, exc, source)
             else:
                 self._write(f"refused by the datasource ({exc.reason()}): {_short(sql)}")
                 self._computed(exc)
@@ -178,14 +178,19 @@ class Ledger:
         self._ran(sql, table, max_rows)
         return table
 
-    def _read_refused(self, sql: str, exc: QueryRefused) -> None:
+    def _read_refused(self, sql: str, exc: QueryRefused, source: DataSource | None = None
+                      ) -> None:
         """A read the datasource would not run (a read no count can see; one its read-only
         guard does not take, ``PRAGMA table_info(t)``, ``EXPLAIN``, ``SHOW TABLES``, two
-        ``SELECT``): found, not a write; an attempt at a forbidden table still counts."""
+        ``SELECT``): found, not a write; an attempt at a forbidden table still counts, and
+        with the case's ``source`` one under a view it names (``SHOW tunes``, ``tunes`` a
+        view of Track: the thirty-sixth re-probe's L1)."""
         with self._lock:
             if len(self.findings) < MAX_FINDINGS:
                 self.findings.append(f"read refused, not run ({exc.reason()}): {_short(sql)}")
         self._touch(self._named(sql))
+        if source is not None:
+            self._touch(self._viewed(source, sql, getattr(source, "dialect", None)))
         self._computed(exc)
 
     def _computed(self, exc: QueryRefused) -> None:
@@ -227,7 +232,8 @@ class Ledger:
             (judge(sql) if callable(judge) and not ran else None)
         if clause:
             self._write(f"write attempt (the final query): {_short(sql)}")
-            self._touch(self._written(sql, dialect) if sql_source else self._named(sql))
+            self._touch(self._written(sql, dialect) | self._viewed(source, sql, dialect)
+                        if sql_source else self._named(sql))
             return
         refusal = _guard_refusal(sql, dialect, every=not ran) if sql_source else None
         if refusal is not None and not isinstance(
@@ -240,6 +246,7 @@ class Ledger:
         if self.forbidden:
             if isinstance(refusal, ReadRefused | FormRefused):  # a read not run: as a call's
                 self._touch(self._named(sql))  # (SHOW Track, PRAGMA table_info: 37a M3)
+                self._touch(self._viewed(source, sql, dialect))
             if refusal is not None:
                 self._computed(refusal)
             try:
@@ -256,16 +263,17 @@ class Ledger:
                        for text in dict.fromkeys((sql, flat)))}
 
     def _viewed(self, source: DataSource, sql: str, dialect: str | None) -> set[str]:
-        """The relations under the views and routines a refused write's text names, as an
-        unrun text counts them (``UNPIVOT tunes ...``, ``tunes`` a view of Track, counted
-        Track unrun and none replayed: the thirty-sixth re-probe's M3); none when the catalog
-        cannot be read (the write ran nothing)."""
+        """The relations under the views and routines a refused text names (as a table or a
+        word anywhere: it ran nothing), as an unrun text counts them (``UNPIVOT tunes ...``,
+        ``tunes`` a view of Track, counted Track unrun and none replayed: the thirty-sixth
+        re-probe's M3); none when the catalog cannot be read (the write ran nothing)."""
         from .views import with_views
 
         if not self.forbidden:
             return set()
+        words = {w.lower() for w in re.findall(r"[A-Za-z_][\w$]*", sql)}
         try:
-            return with_views(source, tables_of(sql, dialect), sql)
+            return with_views(source, tables_of(sql, dialect) | words, sql)
         except QueryEvalError:
             return set()
 
@@ -334,10 +342,14 @@ class Ledger:
         if verdict.kind == "write" or opens is not None:
             self._write(f"write attempt ({why}{'; ' + opens if opens else ''}): {_short(sql)}")
         elif verdict.kind == "unknown":
-            self.uncount(f"the agent's counts could not be established: {_short(sql)} "
-                         f"({why}): {verdict.why}")
+            # the guard the replayed call meets may refuse it as a write (``PRAGMA
+            # show('Track')``, ``SUMMARIZE DELETE FROM Genre``): counted as that call's write
+            # (the thirty-seventh re-probe's M6, L4); else no count can be established
+            if source is None or not self._guard_unrun(sql, dialect, why, source):
+                self.uncount(f"the agent's counts could not be established: {_short(sql)} "
+                             f"({why}): {verdict.why}")
         elif source is not None:
-            self._guard_unrun(sql, dialect, why)
+            self._guard_unrun(sql, dialect, why, source)
             self._vetted(source, sql, why)
         if self.forbidden:
             read = verdict.tables | tables_of(sql, dialect)
@@ -350,7 +362,8 @@ class Ledger:
                     pass
             self._touch(read)
 
-    def _guard_unrun(self, sql: str, dialect: str | None, why: str) -> None:
+    def _guard_unrun(self, sql: str, dialect: str | None, why: str,
+                     source: DataSource | None = None) -> bool:
         """An unrun read judged by the SQL guard the replay's ``run_query`` meets, as that
         call counts its refusal: ``SELECT * FROM query('DELETE FROM Genre')`` and ``PIVOT
         Genre ON Name USING count(*)`` through ``execute_sql`` (or with ``replay: false``)
@@ -366,19 +379,24 @@ class Ledger:
         try:
             check_read_only(sql, dialect)
         except (ReadRefused, FormRefused) as exc:
-            if isinstance(exc, FormRefused) and is_write(sql, dialect):
+            wrote = isinstance(exc, FormRefused) and is_write(sql, dialect)
+            if wrote:
                 # DuckDB's UNPIVOT statement, a write to the replay's judge (it creates a
                 # type first): counted as the replayed call is (the thirty-sixth re-probe's M3)
                 self._write(f"write attempt ({why}; {exc.reason()}): {_short(sql)}")
-            self._read_refused(sql, exc)
+            self._read_refused(sql, exc, source)
+            return wrote
         except QuerySyntaxError:
             if is_write(sql, dialect):
                 self._write(f"write attempt ({why}): {_short(sql)}")
+                return True
         except QueryRefused as exc:
             self._write(f"write attempt ({why}; {exc.reason()}): {_short(sql)}")
             self._computed(exc)
+            return True
         except QueryEvalError:
             pass  # the guard could not judge it (its parse's deadline): the text's account
+        return False
 
     def _vetted(self, source: DataSource, sql: str, why: str) -> None:
         """A text the datasource itself would refuse before running it, for a function it
