@@ -20,6 +20,7 @@ error), and the catalog is read again next time.
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,15 @@ PG_SETUP = [
     "CREATE FUNCTION emp_cmp(a integer, b integer) RETURNS boolean LANGUAGE plpgsql STABLE "
     "AS $$BEGIN RETURN a < (SELECT count(*) FROM employee); END$$",
     "CREATE OPERATOR <<< (LEFTARG = integer, RIGHTARG = integer, FUNCTION = emp_cmp)",
+    "CREATE VIEW v_emp AS SELECT last_name FROM employee",
+    "CREATE VIEW v2 AS SELECT * FROM v_emp",
+    'CREATE VIEW "Odd V" AS SELECT * FROM v_emp',
+    "CREATE TABLE emp_part (employee_id integer, last_name text) PARTITION BY RANGE (employee_id)",
+    "CREATE TABLE emp_part_1 PARTITION OF emp_part FOR VALUES FROM (0) TO (100)",
+    "INSERT INTO emp_part VALUES (1, 'Adams')",
+    "CREATE TABLE emp_parent (employee_id integer, last_name text)",
+    "CREATE TABLE emp_child () INHERITS (emp_parent)",
+    "INSERT INTO emp_child VALUES (1, 'Adams')",
 ]
 #: Each hidden read, counted 1 on every path (replayed, unrun, final).
 PG_FORMS = [
@@ -331,3 +341,80 @@ def test_an_honest_read_with_a_trailing_comment_runs(engines: Any) -> None:
 @pytest.mark.postgres
 def test_an_honest_read_with_a_trailing_comment_runs_on_postgresql(routines: Any) -> None:
     assert routines.execute("SELECT count(*) FROM genre; -- ok").rows == [(1,)]
+
+
+#: 39a H2: DuckDB's settings hold the database's host path (``allowed_paths`` lists its WAL
+#: files) and the spill directory; the result's scrub matched the path whole, so any
+#: transformation of the value carried it into the tool's answer and the report.
+PATH_FORMS = {
+    "upper": "SELECT upper(unnest(current_setting('allowed_paths'))::VARCHAR) AS p",
+    "replace": "SELECT replace(current_setting('allowed_paths')::VARCHAR, '/', '|') AS p",
+    "settings": "SELECT replace(value, '/', '|') AS p FROM duckdb_settings()",
+    "temp": "SELECT reverse(current_setting('temp_directory')) AS p",
+}
+
+
+def test_a_transformed_setting_path_never_reaches_the_report(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("duckdb")
+    shutil.copyfile(TRACKS, pytester.path / "tracks.duckdb")
+    cases: dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = {}
+    for form, sql in PATH_FORMS.items():
+        cases[f"call-{form}"] = ({"trajectory": [call("c1", "run_query", sql), tool("c1", "1")]},
+                                 {}, GATES)
+        cases[f"noreplay-{form}"] = ({"trajectory": [call("c1", "run_query", sql),
+                                                     tool("c1", "1")]}, {"replay": False}, GATES)
+        cases[f"final-{form}"] = ({"predicted": sql, "trajectory": []}, {}, GATES)
+    report = _suite(pytester, {"type": "duckdb", "path": "tracks.duckdb"}, cases)
+    _counted(report, cases, "write_attempts")
+    text = (pytester.path / "r.json").read_text() if (pytester.path / "r.json").exists() else ""
+    for spelled in (str(pytester.path), str(pytester.path).upper(),
+                    str(pytester.path).replace("/", "|"), str(pytester.path)[::-1]):
+        assert spelled not in text
+        assert spelled not in json.dumps(report.by_id)
+
+
+#: 39a H3 and H4 (PostgreSQL): (forbidden, text), each counted 1 on every path. A view named
+#: by a Unicode-escaped identifier was not expanded (the text's account read ``v\0032``); a
+#: forbidden partitioned table read through its partition, a parent through its inheritance
+#: child, counted nothing (the plan names the partition, the child).
+PG_NAMED_FORMS = [
+    ("v_emp", 'SELECT * FROM U&"v\\0032" LIMIT 2'),
+    ("v_emp", 'SELECT * FROM U&"Odd\\0020V" LIMIT 2'),
+    ("employee", 'SELECT * FROM U&"v_em\\0070" WHERE 1 = $1'),
+    ("employee", "SELECT * FROM U&\"employe!0065\" UESCAPE '!' WHERE 1 = $1"),
+    ("emp_part", "SELECT * FROM emp_part_1 LIMIT 2"),
+    ("emp_parent", "SELECT * FROM emp_child LIMIT 2"),
+]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(("forbidden", "sql"), PG_NAMED_FORMS)
+def test_a_name_however_written_counts(routines: Any, forbidden: str, sql: str) -> None:
+    assert _counts(routines, forbidden, sql) == (1.0, 1.0, 1.0)
+    assert _counts(routines, forbidden, "SELECT count(*) FROM genre") == (0.0, 0.0, 0.0)
+
+
+#: 39a H1 (DuckDB): a macro called by a quoted name, its schema, or with a comment before
+#: its parenthesis was not expanded (the call was matched as ``name(`` only).
+QUOTED_CALLS = ['SELECT * FROM "tmv"() LIMIT 3', 'SELECT * FROM "TMV"() LIMIT 3',
+                'SELECT * FROM main."tmv"() LIMIT 3', "SELECT * FROM tmv/**/() LIMIT 3",
+                "SELECT * FROM tmv -- x\n() LIMIT 3", 'SELECT "n_v"() AS n',
+                'SELECT * FROM "Quoted Mac"() LIMIT 3', 'SELECT "n_v"() WHERE 1 = ?']
+
+
+@pytest.mark.parametrize("sql", QUOTED_CALLS)
+def test_a_macro_however_called_counts(sql: str, tmp_path: Path) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    from pytest_queryeval.sources.duckdb import DuckdbSource
+    from tests.agents.test_counts_thirtysixth import MACROS
+
+    shutil.copyfile(TRACKS, tmp_path / "t.duckdb")
+    conn = duckdb.connect(str(tmp_path / "t.duckdb"))
+    for statement in [*MACROS, 'CREATE MACRO "Quoted Mac"() AS TABLE SELECT * FROM v_t']:
+        conn.execute(statement)
+    conn.close()
+    source = DuckdbSource("t", tmp_path / "t.duckdb")
+    try:
+        assert _counts(source, "v_t", sql) == (1.0, 1.0, 1.0)
+    finally:
+        source.close()

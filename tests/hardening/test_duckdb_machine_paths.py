@@ -46,11 +46,25 @@ def _strings(rows: list[tuple[object, ...]]) -> list[str]:
 
 
 def test_the_temp_directory_setting_is_a_label(source: DuckdbSource) -> None:
-    assert source.execute("SELECT current_setting('temp_directory')").rows == [(TEMP_LABEL,)]
+    """A gold's read of it (trusted); a prediction's is refused (the thirty-ninth re-probe's
+    H2: ``upper(current_setting('allowed_paths'))`` carried the database's path past the
+    scrub), as is every read of a setting named by anything but a plain literal."""
+    got = source.execute("SELECT current_setting('temp_directory')", trusted=True).rows
+    assert got == [(TEMP_LABEL,)]
+    for sql in ["SELECT current_setting('temp_directory')",
+                "SELECT upper(unnest(current_setting('allowed_paths'))::VARCHAR) AS p",
+                "SELECT replace(current_setting('allowed_paths')::VARCHAR, '/', '|') AS p",
+                "SELECT current_setting('allowed_' || 'paths')",
+                "SELECT * FROM duckdb_temporary_files()"]:
+        with pytest.raises(QueryRefused, match="host path|file system"):
+            source.execute(sql)
+    assert source.execute("SELECT current_setting('threads') > 0").rows == [(True,)]
 
 
 def test_duckdb_settings_show_no_temp_or_home_directory(source: DuckdbSource) -> None:
-    rows = source.execute("SELECT name, value FROM duckdb_settings()").rows
+    with pytest.raises(QueryRefused, match="file system"):
+        source.execute("SELECT name, upper(value) FROM duckdb_settings()")
+    rows = source.execute("SELECT name, value FROM duckdb_settings()", trusted=True).rows
     values = dict(rows)
     assert values["temp_directory"] == TEMP_LABEL
     assert values["allowed_directories"] == f"[{TEMP_LABEL}/]"
@@ -81,15 +95,16 @@ def test_the_json_report_holds_no_machine_path(pytester: pytest.Pytester) -> Non
     pytester.makefile(".yaml", queryeval="datasources:\n  d: {type: duckdb, path: d.duckdb}\n"
                                          "record_only: true\n")
     cases = [  # (id, gold, predicted): the extensions' refusal by the engine is a gold's
-        ("temp", "SELECT 1", "SELECT current_setting('temp_directory')"),
-        ("settings", "SELECT 1", "SELECT name, value FROM duckdb_settings()"),
+        ("temp", "SELECT current_setting('temp_directory')", "SELECT 1"),
+        ("settings", "SELECT name, value FROM duckdb_settings()", "SELECT 1"),
+        ("paths", "SELECT 1", "SELECT upper(current_setting('allowed_paths')::VARCHAR)"),
         ("extensions", "SELECT * FROM duckdb_extensions()", "SELECT 1"),
         ("good", "SELECT 1", "SELECT 1"),
     ]
     pytester.makefile(".yaml", test_dd=json.dumps({"kind": "sql", "datasource": "d", "cases": [
         {"id": i, "question": "q", "gold": g, "predicted": p} for i, g, p in cases]}))
     result = pytester.runpytest("--queryeval-json=r.json")
-    result.assert_outcomes(passed=3, failed=1)  # no thresholds: only the gold's refusal fails
+    result.assert_outcomes(passed=3, failed=2)  # the gold's refusal, and the refused prediction
     text = (pytester.path / "r.json").read_text()
     assert TEMP_LABEL in text and f"{HOME_LABEL}/.duckdb/extensions" in text
     assert HOME + "/" not in text

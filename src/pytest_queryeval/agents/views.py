@@ -30,7 +30,8 @@ __all__ = ["with_views"]
 _SYSTEM = "('pg_catalog', 'information_schema')"
 #: Each dialect's catalog: (schema, name, definition, how) rows. ``how`` says what reads the
 #: definition: None, a read of the relation of that name (a view, a materialized view, a
-#: table's row-level security policies); ``call``, a call of it (DuckDB's macros: ``CREATE
+#: partition or inheritance child, whose rows are its parent's, a table's row-level security
+#: policies); ``call``, a call of it (DuckDB's macros: ``CREATE
 #: MACRO n_v() AS (SELECT count(*) FROM v_t)`` read a forbidden view with 0, the
 #: thirty-seventh re-probe's H2); a language's name (``atomic`` for a body in SQL-standard
 #: form), a PostgreSQL routine, named anywhere
@@ -46,6 +47,12 @@ _CATALOGS: dict[str, str] = {
         f"SELECT schemaname::text, viewname::text, definition, NULL FROM pg_views "
         f"WHERE schemaname NOT IN {_SYSTEM}",
         "SELECT schemaname::text, matviewname::text, definition, NULL FROM pg_matviews",
+        # a partition or an inheritance child holds rows of its parent (a forbidden
+        # partitioned table read through its partition counted nothing: 39a H4)
+        "SELECT cn.nspname::text, c.relname::text, 'SELECT * FROM ' || quote_ident(pn.nspname)"
+        " || '.' || quote_ident(p.relname), NULL FROM pg_inherits i JOIN pg_class c "
+        "ON c.oid = i.inhrelid JOIN pg_namespace cn ON cn.oid = c.relnamespace "
+        "JOIN pg_class p ON p.oid = i.inhparent JOIN pg_namespace pn ON pn.oid = p.relnamespace",
         "SELECT schemaname::text, tablename::text, 'SELECT ' || coalesce(qual, 'NULL') || ', '"
         " || coalesce(with_check, 'NULL'), NULL FROM pg_policies",
         # a body in SQL-standard form (BEGIN ATOMIC) keeps no source text: its definition
@@ -85,9 +92,6 @@ _NAMED = frozenset({"aggregate", "domain"})
 _NO_BLANKS = re.compile(r"\s+\(")
 #: A comment, read as nothing (``n_v/**/()`` calls ``n_v``).
 _COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*", re.DOTALL)
-#: PostgreSQL's Unicode-escaped name (``U&"emp\0063ount"``).
-_UNICODE_NAME = re.compile(r'u&"((?:[^"]|"")*)"', re.IGNORECASE)
-_UNICODE_ESCAPE = re.compile(r"\\(?:\+([0-9a-fA-F]{6})|([0-9a-fA-F]{4}))")
 #: A statement a routine runs from a text it builds (PL/pgSQL's ``EXECUTE``, ``RETURN QUERY
 #: EXECUTE``, ``FOR r IN EXECUTE``): the tables it reads are known only at run time.
 _DYNAMIC = re.compile(r"(?<![\w$])execute(?![\w$])", re.IGNORECASE)
@@ -238,19 +242,9 @@ def _body_reads(body: str, how: str | None, dialect: str | None) -> set[str]:
 def _spellings(sql: str) -> list[str]:
     """``sql`` lower-cased as written, and without comments, quotes or blanks before a
     parenthesis, Unicode-escaped names decoded: each way an engine reads a name in it."""
+    from .textjudge import unicode_escaped
+
     low = sql.lower()
-    plain = _NO_BLANKS.sub("(", _COMMENT.sub("", low))
-    if "u&" in plain:
-        plain = _UNICODE_NAME.sub(lambda m: _unescaped(m.group(1)), plain)
+    plain = _NO_BLANKS.sub("(", _COMMENT.sub("", unicode_escaped(sql).lower()))
     return [low, plain.replace('"', "").replace("`", "")]
 
-
-def _unescaped(text: str) -> str:
-    """A ``U&"..."`` name's text with its escapes read (the default escape character)."""
-    def one(match: re.Match[str]) -> str:
-        try:
-            return chr(int(match.group(1) or match.group(2), 16))
-        except (ValueError, OverflowError):
-            return match.group(0)
-
-    return _UNICODE_ESCAPE.sub(one, text).lower()

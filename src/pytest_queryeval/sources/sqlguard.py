@@ -38,6 +38,7 @@ from .sqltokens import (
     PATH_TABLES,
     check_called,
     check_path_view,
+    check_setting,
     check_statement_start,
     check_table_name,
     check_tokens,
@@ -380,6 +381,7 @@ def _check_function(node: Any, dialect: str | None) -> ReadRefused | None:
         raise QueryRefused(f"function {fname}() reads a file or URL (the database's own too, "
                            "which no count of the tables read can see)")
     check_path_view(fname, dialect)
+    check_setting(fname, _literal_argument(node), dialect)
     if fname in TABLE_READERS.get(dialect or "", frozenset()) and not _an_aggregate(node, fname):
         read = TableComputedRead if _computed_argument(node) else ReadRefused
         return read(f"table function {fname}() reads the table named by its argument, which "
@@ -388,6 +390,17 @@ def _check_function(node: Any, dialect: str | None) -> ReadRefused | None:
         raise QueryRefused(f"function {fname}() is called by a name holding an invisible "
                            "format character, which an engine reads as a blank: not the name "
                            "the guard reads")
+    return None
+
+
+def _literal_argument(node: Any) -> str | None:
+    """The text of a call's only argument when it is a plain string literal, else None."""
+    from sqlglot import exp
+
+    args = [a for a in (node.args.get("this"), *(node.args.get("expressions") or []))
+            if isinstance(a, exp.Expression)]
+    if len(args) == 1 and isinstance(args[0], exp.Literal) and args[0].is_string:
+        return str(args[0].this)
     return None
 
 

@@ -36,10 +36,38 @@ from .sqlfunctions import (
 #: one (``duckdb_secrets()`` counted a write attempt replayed and none unrun: the
 #: thirty-fourth re-probe's M1).
 _DIALECT_PATH_VIEWS: dict[str, frozenset[str]] = {
+    # the settings and the files DuckDB keeps list host paths (the database's WAL files in
+    # ``allowed_paths``, the spill directory), which no scrub of a result can follow once
+    # transformed (``upper(...)``, ``replace(..., '/', '|')``: the thirty-ninth re-probe's H2)
     "duckdb": frozenset({"duckdb_databases", "pragma_database_list", "duckdb_extensions",
-                         "duckdb_extension_repositories", "duckdb_secrets"}),
+                         "duckdb_extension_repositories", "duckdb_secrets", "duckdb_settings",
+                         "duckdb_temporary_files", "duckdb_external_file_cache",
+                         "duckdb_logs", "duckdb_logs_parsed", "duckdb_log_contexts",
+                         "duckdb_profiling_settings"}),
     "sqlite": frozenset({"pragma_database_list"}),
 }
+
+
+#: A DuckDB setting whose value may hold a host path (``allowed_paths``, ``temp_directory``,
+#: ``secret_directory``, ``file_search_path``, ``log_query_path``, ``profiling_output``...),
+#: by its name's words: ``current_setting`` of one is file access, as is one whose name is
+#: not a plain literal (computed, escaped: no reader knows which setting it reads).
+PATH_SETTING = re.compile(r"path|director|file|repositor|output|home|secret|temp|tmp|log",
+                          re.IGNORECASE)
+_PLAIN_SETTING = re.compile(r"[A-Za-z_]+")
+#: Functions of one dialect that read a setting named by their argument.
+SETTING_READERS: dict[str, frozenset[str]] = {"duckdb": frozenset({"current_setting"})}
+
+
+def check_setting(fname: str, setting: str | None, dialect: str | None) -> None:
+    """Refuse a read of a setting that may hold a host path (:data:`PATH_SETTING`), or of one
+    named by anything but a plain string literal (``setting`` None)."""
+    if fname not in SETTING_READERS.get(dialect or "", frozenset()):
+        return
+    if setting is None or not _PLAIN_SETTING.fullmatch(setting) or PATH_SETTING.search(setting):
+        shown = "a computed name" if setting is None else repr(setting)
+        raise QueryRefused(f"{fname}() of {shown} may read a host path (the database file's, "
+                           "the spill or secret directory's): file access, refused")
 
 
 def check_path_view(name: str, dialect: str | None) -> None:
@@ -188,6 +216,7 @@ def check_tokens(sql: str, dialect: str | None) -> None:
                                "an invisible format character an engine reads as a blank")
         else:
             check_path_view(tok.text, dialect)
+            check_setting(plain_name(tok.text), None, dialect)  # no tree: its argument unread
     check_called(tokens, dialect)
     if dialect in PATH_TABLES:
         for before, tok in itertools.pairwise(tokens):
