@@ -418,3 +418,16 @@ def test_a_macro_however_called_counts(sql: str, tmp_path: Path) -> None:
         assert _counts(source, "v_t", sql) == (1.0, 1.0, 1.0)
     finally:
         source.close()
+
+
+@pytest.mark.postgres
+def test_a_placeholder_without_a_value_is_the_querys_failure(routines: Any) -> None:
+    """39a M1: psycopg's "bind message supplies 0 parameters" (SQLSTATE 08P01, a protocol
+    violation) was taken for the server being unreachable: the case's error. It is the
+    query's failure, and the source still answers after it."""
+    from pytest_queryeval.errors import QueryFailed, SourceUnavailable
+
+    with pytest.raises(QueryFailed, match="bind message") as info:
+        routines.execute("SELECT * FROM genre WHERE genre_id = $1")
+    assert not isinstance(info.value, SourceUnavailable)
+    assert routines.execute("SELECT count(*) FROM genre").rows == [(1,)]

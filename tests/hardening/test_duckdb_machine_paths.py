@@ -56,7 +56,7 @@ def test_the_temp_directory_setting_is_a_label(source: DuckdbSource) -> None:
                 "SELECT replace(current_setting('allowed_paths')::VARCHAR, '/', '|') AS p",
                 "SELECT current_setting('allowed_' || 'paths')",
                 "SELECT * FROM duckdb_temporary_files()"]:
-        with pytest.raises(QueryRefused, match="host path|file system"):
+        with pytest.raises(QueryRefused, match=r"host path|file system"):
             source.execute(sql)
     assert source.execute("SELECT current_setting('threads') > 0").rows == [(True,)]
 

@@ -675,6 +675,10 @@ class SqlAlchemySource(SourceDefaults):
             # server): in the worker that is RLIMIT_AS, i.e. max_memory, as a MemoryError is
             return QueryFailed(f"out of memory: the query went over max_memory "
                                f"({self.max_memory:,} bytes; the client: {msg})")
+        if state == "08P01" and "bind message supplies" in msg:
+            # a placeholder with no value (``WHERE id = $1``): the text's fault, not the
+            # server's (an agent's honest call was a case error: the thirty-ninth re-probe's M1)
+            return QueryFailed(msg)
         if getattr(e, "connection_invalidated", False) or \
                 any(state.startswith(s) for s in _PG_UNAVAILABLE) or \
                 (not state and type(orig).__name__ in ("OperationalError", "InterfaceError")
