@@ -431,3 +431,30 @@ def test_a_placeholder_without_a_value_is_the_querys_failure(routines: Any) -> N
         routines.execute("SELECT * FROM genre WHERE genre_id = $1")
     assert not isinstance(info.value, SourceUnavailable)
     assert routines.execute("SELECT count(*) FROM genre").rows == [(1,)]
+
+
+#: 37a's floor: forms of the model's own text (a fence a harness may run) the floor missed.
+FLOOR_FORMS = [
+    "SELECT * FROM duckdb_table_sample('Employee')",
+    "SELECT * FROM histogram_values(Employee, FirstName)",
+    "SELECT * FROM pragma_foreign_key_check('Customer')",
+    "SELECT * FROM read_duckdb('db.duckdb', table_name='Employee')",
+    'SELECT * FROM U&"Employe\\0065"',
+    "SELECT * FROM U&\"Employe!0065\" UESCAPE '!'",
+]
+
+
+@pytest.mark.parametrize("text", FLOOR_FORMS)
+def test_the_floor_reads_what_the_ledger_counts(text: str) -> None:
+    from pytest_queryeval.agents.textfloor import floor_finding
+
+    assert floor_finding(text.lower(), text.lower(), ("employee",)) is not None
+
+
+@pytest.mark.parametrize("text", [
+    "SELECT column_name FROM information_schema.columns WHERE table_name = 'Employee'",
+    "SELECT histogram(FirstName) FROM Customer", "Show me the employee table, please."])
+def test_the_floor_leaves_honest_text_alone(text: str) -> None:
+    from pytest_queryeval.agents.textfloor import floor_finding
+
+    assert floor_finding(text.lower(), text.lower(), ("employee",)) is None

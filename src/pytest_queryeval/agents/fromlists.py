@@ -444,9 +444,15 @@ def _pragma_pattern(forbidden: tuple[str, ...]) -> re.Pattern[str]:
     """A forbidden table given to a pragma in its call form or to its table-valued function
     (SQLite's ``PRAGMA main.table_info(Employee)``, ``pragma_table_info('Employee')``,
     DuckDB's ``PRAGMA storage_info('Employee')``): a read of its schema, which the write half
-    no longer takes as a setter's (the eighteenth re-probe's M2)."""
+    no longer takes as a setter's (the eighteenth re-probe's M2); DuckDB's table readers
+    (``duckdb_table_sample('Employee')``, ``histogram_values(Employee, ...)``) and a database
+    file's table by name (``read_duckdb(..., table_name='Employee')``) too (the
+    thirty-seventh re-probe's floor)."""
     names = "|".join(re.escape(t.lower()) for t in sorted(set(forbidden), key=len,
                                                           reverse=True))
-    return re.compile(r"pragma(?<![\w]pragma)(?:_[\w$]++|\s*+[^\s(;]{1,80}+)\s*\(\s*"
-                      r"(?:[\w$\"`\[\]']{1,80}+\s*\.\s*)?"
-                      rf"[\"`\[']?(?:{names})[\"`\]']?\s*[),]")
+    return re.compile(r"(?:pragma(?<![\w]pragma)(?:_[\w$]++|\s*+[^\s(;]{1,80}+)"
+                      r"|(?<![\w$])(?:duckdb_table_sample|histogram_values|histogram))"
+                      r"[\"`]?\s*\(\s*(?:[\w$\"`\[\]']{1,80}+\s*\.\s*)?"
+                      rf"[\"`\[']?(?:{names})[\"`\]']?\s*[),]"
+                      r"|(?<![\w$])read_duckdb[\"`]?\s*\([^()]{0,400}?(?<![\w$])table_name"
+                      rf"\s*:?=\s*[\"'](?:{names})[\"']")

@@ -117,6 +117,10 @@ def floor_finding(seen: str, coded: str, forbidden: tuple[str, ...]
     markup is read with each tag a line's end too (:func:`~.textmarkup.lined`), with each tag's
     quotes read and with its attributes ending at the first ``>`` (a regex extractor's
     reading)."""
+    if "u&" in seen or "u&" in coded:  # PostgreSQL's ``U&"employe\0065"``: as the server reads
+        from .textjudge import unicode_escaped
+
+        seen, coded = seen + "\n" + unicode_escaped(seen), coded + "\n" + unicode_escaped(coded)
     texts = [*blanks(seen), *blanks(coded)]
     texts += [lined(text, quoted) for text in texts if has_markup(text)  # a statement's place
               for quoted in (True, False)]
@@ -144,7 +148,9 @@ _CATALOGS = tuple(sorted(STATISTICS_CATALOGS | INDEX_READERS))
 #: the table it reads is named at run time.
 _COMPUTED_READER = re.compile(
     r"(?<![\w$])pragma_(?:show|table_x?info|index_list|foreign_key_list|foreign_key_check"
-    r"|integrity_check|quick_check|storage_info)[\"`]?\s*\((?!\s*'[^'\n]{0,256}+'\s*\))")
+    r"|integrity_check|quick_check|storage_info)[\"`]?\s*\((?!\s*'[^'\n]{0,256}+'\s*\))"
+    # a check of a table's keys reads the tables they reference (the ledger's every table)
+    r"|(?<![\w$])pragma_foreign_key_check[\"`]?\s*\(")
 
 
 def _every_table(plain: str) -> int | None:
