@@ -67,6 +67,10 @@ PG_SETUP = [
     "CREATE TABLE emp_parent (employee_id integer, last_name text)",
     "CREATE TABLE emp_child () INHERITS (emp_parent)",
     "INSERT INTO emp_child VALUES (1, 'Adams')",
+    "CREATE TABLE emp2 (id serial, name text)",
+    "INSERT INTO emp2 (name) VALUES ('a'), ('b'), ('c')",
+    "CREATE TABLE emp3 (id integer GENERATED ALWAYS AS IDENTITY, name text)",
+    "INSERT INTO emp3 (name) VALUES ('a'), ('b')",
 ]
 #: Each hidden read, counted 1 on every path (replayed, unrun, final).
 PG_FORMS = [
@@ -198,6 +202,15 @@ def test_an_unread_catalog_leaves_the_count_unknown(tmp_path: Path,
         with pytest.raises(CountUnknown, match="could not be read"):
             views.with_views(source, {"tunes2"})
         assert "tunes" in views.with_views(source, {"tunes2"})
+        # 39a H5: the call that met the failure ran nothing, and its counts are unknown
+        from pytest_queryeval.agents.ledger import Ledger
+
+        calls = 0  # the next read fails again
+        views._read.pop(source, None)
+        ledger = Ledger.for_tables(["tunes"])
+        with pytest.raises(CountUnknown):
+            ledger.run_query(source, "SELECT * FROM tunes2 LIMIT 2", max_rows=5)
+        assert ledger.queries_executed == 0 and ledger.rows_read == 0
     finally:
         source.close()
 
@@ -384,6 +397,16 @@ PG_NAMED_FORMS = [
     ("employee", "SELECT * FROM U&\"employe!0065\" UESCAPE '!' WHERE 1 = $1"),
     ("emp_part", "SELECT * FROM emp_part_1 LIMIT 2"),
     ("emp_parent", "SELECT * FROM emp_child LIMIT 2"),
+    # 39a H6: a statistics function's name with a comment before its parenthesis, escaped
+    ("employee", "SELECT pg_stat_get_live_tuples/**/('employee'::regclass) AS n"),
+    ("employee", "SELECT pg_stat_get_live_tuples -- x\n('employee'::regclass) AS n"),
+    ("employee", 'SELECT U&"pg\\005fstat\\005fget\\005flive\\005ftuples"(\'employee\'::regclass)'),
+    ("employee", "SELECT pg_catalog.pg_stat_get_live_tuples/**/('employee'::regclass) AS n"),
+    ("employee", "SELECT pg_total_relation_size/**/('employee') AS n"),
+    # 39a H7: a sequence's last value (a serial's, an identity's) is its table's row count
+    ("emp2", "SELECT last_value FROM emp2_id_seq"),
+    ("emp2", "SELECT * FROM public.emp2_id_seq"),
+    ("emp3", "SELECT last_value FROM emp3_id_seq"),
 ]
 
 

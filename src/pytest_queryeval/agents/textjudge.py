@@ -136,7 +136,7 @@ def tables_of(sql: str, dialect: str | None = None, engine_read: bool = False) -
         decoded = unicode_escaped(sql)
         if decoded != sql:
             out |= tables_of(decoded, dialect, engine_read)
-    if _STATISTICS_CALL.search(_INVISIBLE.sub("", sql)):
+    if _STATISTICS_CALL.search(_INVISIBLE.sub("", unicode_escaped(sql) if "&" in sql else sql)):
         from .language import EVERY_TABLE
 
         out.add(EVERY_TABLE)
@@ -209,10 +209,13 @@ def as_table_function(sql: str) -> str | None:
 #: pg_type t WHERE typname = 'employee'`` too, counted as no read: the thirty-sixth re-probe's
 #: H4): no text names the table, so each counts as a read of every table, as the statistics
 #: catalogs do.
+#: Named anywhere, not only before a parenthesis: a comment may stand between the name and
+#: its call (``pg_stat_get_live_tuples/**/(...)``, and the U&-escaped name: the thirty-ninth
+#: re-probe's H6), and no honest query names them.
 _STATISTICS_CALL = re.compile(
-    r"(?<![\w$])[\"`]?(?:pg_stat_get_\w+|pg_(?:total_)?relation_size|pg_table_size"
+    r"(?<![\w$])(?:pg_stat_get_\w+|pg_(?:total_)?relation_size|pg_table_size"
     r"|pg_indexes_size|pg_relation_filenode|pg_relation_filepath|pg_sequence_last_value)"
-    r"[\"`]?\s*\(", re.IGNORECASE)
+    r"(?![\w$])", re.IGNORECASE)
 
 
 def _tables_of(sql: str, dialect: str | None, engine_read: bool) -> set[str]:

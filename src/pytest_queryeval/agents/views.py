@@ -53,6 +53,10 @@ _CATALOGS: dict[str, str] = {
         " || '.' || quote_ident(p.relname), NULL FROM pg_inherits i JOIN pg_class c "
         "ON c.oid = i.inhrelid JOIN pg_namespace cn ON cn.oid = c.relnamespace "
         "JOIN pg_class p ON p.oid = i.inhparent JOIN pg_namespace pn ON pn.oid = p.relnamespace",
+        # a sequence's last value is its table's row count, as pg_sequences gives it (a
+        # statistic of every table: ``SELECT last_value FROM emp2_id_seq``, 39a H7)
+        "SELECT n.nspname::text, c.relname::text, 'SELECT * FROM pg_sequences', NULL "
+        "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'S'",
         "SELECT schemaname::text, tablename::text, 'SELECT ' || coalesce(qual, 'NULL') || ', '"
         " || coalesce(with_check, 'NULL'), NULL FROM pg_policies",
         # a body in SQL-standard form (BEGIN ATOMIC) keeps no source text: its definition
