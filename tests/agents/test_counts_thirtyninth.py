@@ -303,6 +303,8 @@ SAME_EVERYWHERE = [
     ("duckdb", "Genre", "SELECT * FROM Genre; /* ok */", (1.0, 0.0)),
     ("duckdb", "Genre", "SUMMARIZE DELETE FROM Genre", (1.0, 1.0)),
     ("duckdb", "Track", "SHOW tunes", (1.0, 0.0)),
+    # 39a M2: a view named like a file, refused as one: f 0 as the final query
+    ("duckdb", "tunes", 'SELECT * FROM "v.2" LIMIT 2', (1.0, 1.0)),
 ]
 
 
@@ -318,6 +320,7 @@ def engines(tmp_path: Path) -> Any:
     _views_duckdb(tmp_path / "t.duckdb")
     conn = duckdb.connect(str(tmp_path / "t.duckdb"))
     conn.execute("CREATE MACRO tm() AS TABLE SELECT * FROM Track")
+    conn.execute('CREATE VIEW "v.2" AS SELECT * FROM tunes')
     conn.close()
     shutil.copyfile(CHINOOK, tmp_path / "c.sqlite")
     sources = {"duckdb": DuckdbSource("t", tmp_path / "t.duckdb"),
