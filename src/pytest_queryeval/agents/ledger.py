@@ -168,6 +168,7 @@ class Ledger:
             else:
                 self._write(f"refused by the datasource ({exc.reason()}): {_short(sql)}")
                 self._computed(exc)
+                self._touch(self._named(sql))  # what it would have read, as unrun and final
             raise
         except QueryUnparsed:
             self._unparsed(sql, sql_source)
@@ -244,7 +245,8 @@ class Ledger:
         elif refusal is None and sql_source and not ran:
             self._vetted(source, sql, "the final query")
         if self.forbidden:
-            if isinstance(refusal, ReadRefused | FormRefused):  # a read not run: as a call's
+            if refusal is not None and not isinstance(refusal, QuerySyntaxError):
+                # a text not run counts what it names, as a call's (prose counts nothing)
                 self._touch(self._named(sql))  # (SHOW Track, PRAGMA table_info: 37a M3)
                 self._touch(self._viewed(source, sql, dialect))
             if refusal is not None:
@@ -257,10 +259,13 @@ class Ledger:
     def _named(self, sql: str) -> set[str]:
         """The forbidden tables ``sql`` names anywhere in its text, as a name or a quoted text
         (``pragma_storage_info('Employee')``): what a refused read would have read."""
+        from .textjudge import unicode_escaped
+
         flat = _flat_dots(sql) if "." in sql else sql
+        texts = (sql, flat, unicode_escaped(sql)) if "&" in sql else (sql, flat)
         return {t for t in self.forbidden
                 if any(re.search(rf"(?<![\w$]){re.escape(t)}(?![\w$])", text, re.IGNORECASE)
-                       for text in dict.fromkeys((sql, flat)))}
+                       for text in dict.fromkeys(texts))}
 
     def _viewed(self, source: DataSource, sql: str, dialect: str | None) -> set[str]:
         """The relations under the views and routines a refused text names (as a table or a
@@ -393,6 +398,7 @@ class Ledger:
         except QueryRefused as exc:
             self._write(f"write attempt ({why}; {exc.reason()}): {_short(sql)}")
             self._computed(exc)
+            self._touch(self._named(sql))
             return True
         except QueryEvalError:
             pass  # the guard could not judge it (its parse's deadline): the text's account
