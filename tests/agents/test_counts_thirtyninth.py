@@ -618,3 +618,51 @@ def test_a_refused_postgresql_read_counts_its_table(routines: Any, sql: str) -> 
     """39a M5: a read the PostgreSQL guard refuses counted no forbidden table (DuckDB's
     ``query_table('Track')`` counts one); now it counts what it would have read."""
     assert _counts(routines, "employee", sql) == (1.0, 1.0, 1.0)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(("protected", "sql"), [
+    ("employee", "SELECT * FROM v_emp"),
+    ("employee", "SELECT * FROM v2"),
+    ("employee", "SELECT emp_count_pl()"),
+    ("employee", "SELECT pg_stat_get_live_tuples/**/('employee'::regclass)"),
+    ("emp_part", "SELECT * FROM emp_part_1"),
+    ("emp2", "SELECT last_value FROM emp2_id_seq"),
+])
+def test_enforce_on_postgresql_refuses_what_the_grants_cannot(routines: Any, protected: str,
+                                                            sql: str) -> None:
+    """39a H14: under ``enforce`` on PostgreSQL a view (it reads with its owner's rights), a
+    function, a partition, a sequence and a statistics function served the protected table
+    past the grants. The grants are a stand-in here (the fixture's role reads every table):
+    the plan's guard refuses before the server is asked."""
+    from pytest_queryeval.agents.canaries import Target
+    from pytest_queryeval.agents.enforce import PlanGuard
+    from pytest_queryeval.agents.ledger import ProtectedRead
+
+    guard = PlanGuard(routines, [Target(protected)])
+    with pytest.raises(ProtectedRead):
+        guard.check(sql)
+    guard.check("SELECT count(*) FROM genre")
+    column = PlanGuard(routines, [Target(protected, column="last_name")])
+    column.check(f"SELECT count(*) FROM {protected}")  # the grants' to judge
+    if sql.startswith("SELECT * FROM v"):
+        with pytest.raises(ProtectedRead):  # a view may show the column: refused whole
+            column.check(sql)
+
+
+@pytest.mark.parametrize(("macro", "sql"), [
+    ('CREATE MACRO "%"(a, b) AS (SELECT count(*) FROM v_t)', "SELECT 7 % 2 AS n"),
+    ('CREATE MACRO "~~"(a, b) AS (SELECT count(*) > 0 FROM v_t)', "SELECT 'a' LIKE 'b'"),
+])
+def test_a_macro_that_replaces_an_operator_counts_for_every_query(macro: str, sql: str,
+                                                                  tmp_path: Path) -> None:
+    """39a H13: a DuckDB macro named like an operator replaces it where no name is written
+    (``7 % 2`` gave Track's row count with 0)."""
+    from pytest_queryeval.sources.duckdb import DuckdbSource
+
+    source = DuckdbSource("t", _tracks_with(
+        tmp_path, "CREATE VIEW v_t AS SELECT Name FROM Track", macro))
+    try:
+        assert _counts(source, "v_t", sql) == (1.0, 1.0, 1.0)  # a forbidden view under it
+    finally:
+        source.close()

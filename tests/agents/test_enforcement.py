@@ -154,6 +154,8 @@ PG_QUERIES = [
     ("other_tenant_withheld", "SELECT SUM(total) FROM invoice", 1),
     ("own_tenant_allowed", "SELECT SUM(total) FROM invoice WHERE customer_id = 1", 0),
     ("other_column_allowed", "SELECT first_name FROM customer WHERE customer_id = 2", 0),
+    # the thirty-ninth re-probe's H14: a statistic of the protected table was served
+    ("statistic_refused", "SELECT pg_stat_get_live_tuples('employee'::regclass)", 1),
 ]
 
 

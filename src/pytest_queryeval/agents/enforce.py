@@ -75,7 +75,7 @@ class EnforcedSource:
     (:class:`Guard`) and run on the agent's side of the copy; everything else is the
     wrapped source's."""
 
-    def __init__(self, inner: DataSource, guard: Guard | None,
+    def __init__(self, inner: DataSource, guard: Guard | PlanGuard | None,
                  unrestricted: DataSource | None) -> None:
         self._inner, self._guard, self._unrestricted = inner, guard, unrestricted
 
@@ -338,13 +338,56 @@ def _open(path: Path, engine: str, binder: DataSource | None = None) -> Any:
     return duckdb.connect(str(path), read_only=True)
 
 
+class PlanGuard:
+    """A server's copy (PostgreSQL), checked before a query runs against the account the
+    ledger counts (:func:`~.ledger.tables_read`: the plan, the text, the views and routines
+    of the catalog, the statistics functions): the grants withhold a protected table, but a
+    view or a materialized view reads with its owner's rights, a partition is a table of its
+    own, and the statistics functions read any table's counts (the thirty-ninth re-probe's
+    H14: each was served with no refusal). A protected column's table read through a view
+    or a routine is refused whole (the view may show the column; the grants cannot see)."""
+
+    def __init__(self, source: DataSource, targets: Sequence[Target]) -> None:
+        self._source = source
+        self.tables = {t.table.lower() for t in targets if t.column is None and not t.where}
+        self.behind = {t.table.lower() for t in targets if not t.where} - self.tables
+
+    def check(self, query: str) -> None:
+        """Raise :class:`ProtectedRead` when ``query`` would read protected data past the
+        grants, or when what it reads cannot be told."""
+        if not self.tables and not self.behind:
+            return
+        from ..errors import QueryEvalError
+        from .language import every_table
+        from .ledger import tables_read
+        from .textjudge import tables_of
+
+        try:
+            names = tables_read(self._source, query, True, None)
+        except QueryEvalError as exc:
+            raise ProtectedRead(f"what the query reads could not be told ({exc.reason()}); "
+                                "with protected data it is not run") from None
+        if every_table(names):
+            raise ProtectedRead("the engine refused the read of protected tables (a statistic "
+                                "of every table)")
+        read = {n.rsplit(".", 1)[-1] for n in names}
+        hit = sorted(self.tables & read)
+        if not hit:
+            named = {n.rsplit(".", 1)[-1] for n in tables_of(query, "postgres")}
+            hit = sorted((self.behind & read) - named)
+        if hit:
+            raise ProtectedRead(f"the engine refused the read of protected {hit[0]}")
+
+
 def enforced(planted: Planted, agent: DataSource, unrestricted: DataSource) -> DataSource:
     """The agent's datasource over ``agent`` (the agent's side of the copy), with
     ``unrestricted`` (the gold's side) for telling withheld rows."""
     targets = planted.targets
     rows = unrestricted if any(t.where for t in targets) else None
-    guard = None
+    guard: Guard | PlanGuard | None = None
     if planted.path is not None and planted.agent_spec is not None:
         engine = str(planted.agent_spec.get("type"))
         guard = Guard(Path(str(planted.agent_spec.get("path"))), engine, targets, agent)
+    elif getattr(agent, "dialect", None) == "postgres":
+        guard = PlanGuard(agent, targets)
     return cast("DataSource", EnforcedSource(agent, guard, rows))

@@ -36,12 +36,18 @@ _SYSTEM = "('pg_catalog', 'information_schema')"
 #: thirty-seventh re-probe's H2); a language's name (``atomic`` for a body in SQL-standard
 #: form), a PostgreSQL routine, named anywhere
 #: (``t.emp_count`` calls ``emp_count(t)``); ``aggregate``, ``domain``: named anywhere;
-#: ``operator``: its symbol anywhere; ``cast``: any query (a cast may be implicit).
+#: ``operator``: its symbol anywhere; ``cast``, ``always``: any query (a cast may be
+#: implicit; a DuckDB macro named like an operator or a builtin replaces it).
 _CATALOGS: dict[str, str] = {
+    # a macro named like an operator or a builtin replaces it where the syntax calls it
+    # with no name written (``"%"`` in ``7 % 2``, ``"~~"`` in ``LIKE``: the thirty-ninth
+    # re-probe's H13): it counts for every query
     "duckdb": "SELECT schema_name, view_name, sql, NULL FROM duckdb_views() WHERE NOT internal "
               "UNION ALL SELECT schema_name, function_name, 'SELECT ' || macro_definition, "
-              "'call' FROM duckdb_functions() WHERE function_type IN ('macro', 'table_macro') "
-              "AND NOT internal AND macro_definition IS NOT NULL",
+              "CASE WHEN NOT regexp_full_match(function_name, '[A-Za-z_][A-Za-z0-9_$]*') OR "
+              "function_name IN (SELECT function_name FROM duckdb_functions() WHERE internal) "
+              "THEN 'always' ELSE 'call' END FROM duckdb_functions() WHERE function_type IN "
+              "('macro', 'table_macro') AND NOT internal AND macro_definition IS NOT NULL",
     # a virtual table's shadow tables hold its rows (FTS's ``notes_content``, R*Tree's
     # ``geo_rowid``: the thirty-ninth re-probe's H11)
     "sqlite": "SELECT 'main', name, sql, NULL FROM sqlite_master WHERE type = 'view' "
@@ -98,7 +104,7 @@ _CATALOGS: dict[str, str] = {
 }
 #: The ``how`` of a definition that is SQL (read by the text's parser); any other language's
 #: body (PL/pgSQL's words, PL/Python's) is read as in :func:`_body_reads`.
-_SQL_BODIES = frozenset({"call", "sql", "aggregate", "operator", "cast", "domain"})
+_SQL_BODIES = frozenset({"call", "always", "sql", "aggregate", "operator", "cast", "domain"})
 #: Bodies read as their words: PL/pgSQL's (SQL among its own statements), and a function's
 #: definition in SQL-standard form (``BEGIN ATOMIC ... END``, as ``pg_get_functiondef`` gives
 #: it: a ``CREATE FUNCTION`` statement whose body sqlglot does not read).
@@ -230,8 +236,8 @@ def _catalog(source: Any) -> _Catalog:
         if how == "operator":
             keys = [f"operator {name}"]
             symbols[name] = keys[0]
-        elif how == "cast":
-            keys = [f"cast {name}"]
+        elif how in ("cast", "always"):
+            keys = [f"{how} {name}"]
             always.add(keys[0])
         elif how == "call":
             calls.add(name)
