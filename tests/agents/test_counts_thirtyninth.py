@@ -572,6 +572,8 @@ SQLITE_SETUP = [
     "INSERT INTO notes VALUES ('salary of Adams is 99999')",
     "CREATE VIRTUAL TABLE geo USING rtree(id, minx, maxx)",
     "INSERT INTO geo VALUES (1, 0, 5)",
+    "CREATE VIRTUAL TABLE emp_fts USING fts5(LastName, content='Employee')",
+    "INSERT INTO emp_fts(emp_fts) VALUES ('rebuild')",
 ]
 SQLITE_FORMS = [
     ("Employee", "SELECT count(*) AS n FROM Genre WHERE 'Adams' IN v_emp AND 1 = ?"),
@@ -580,6 +582,8 @@ SQLITE_FORMS = [
     ("notes", "SELECT c0 FROM notes_content"),
     ("notes", "SELECT * FROM notes_data"),
     ("geo", "SELECT * FROM geo_rowid"),
+    ("Employee", "SELECT * FROM emp_fts_data"),
+    ("Employee", "SELECT * FROM emp_fts_idx"),
 ]
 
 
@@ -664,5 +668,26 @@ def test_a_macro_that_replaces_an_operator_counts_for_every_query(macro: str, sq
         tmp_path, "CREATE VIEW v_t AS SELECT Name FROM Track", macro))
     try:
         assert _counts(source, "v_t", sql) == (1.0, 1.0, 1.0)  # a forbidden view under it
+    finally:
+        source.close()
+
+
+def test_an_fts_index_is_readable_and_guarded(tmp_path: Path) -> None:
+    """39a L2: an FTS5 table could not be read under the authorizer at all; H11 under
+    ``enforce``: an external-content index over a protected table was served."""
+    from pytest_queryeval.agents.canaries import Target
+    from pytest_queryeval.agents.enforce import Guard
+    from pytest_queryeval.agents.ledger import ProtectedRead
+    from pytest_queryeval.sources.sqlite import SqliteSource
+
+    path = _sqlite_with(tmp_path, *SQLITE_SETUP)
+    source = SqliteSource("c", path)
+    try:
+        assert source.execute("SELECT body FROM notes").rows == [("salary of Adams is 99999",)]
+        guard = Guard(path, "sqlite", [Target("Employee")], source)
+        for sql in ["SELECT * FROM emp_fts_data", "SELECT * FROM emp_fts WHERE emp_fts MATCH 'a*'"]:
+            with pytest.raises(ProtectedRead):
+                guard.check(sql)
+        guard.check("SELECT count(*) FROM Genre")
     finally:
         source.close()

@@ -55,7 +55,11 @@ _CATALOGS: dict[str, str] = {
               "'\"\"') || '\"', NULL FROM sqlite_master v JOIN sqlite_master s "
               "ON s.type = 'table' AND s.name LIKE replace(replace(v.name, '_', '\\_'), '%', "
               "'\\%') || '\\_%' ESCAPE '\\' WHERE v.type = 'table' "
-              "AND v.sql LIKE 'CREATE VIRTUAL TABLE%'",
+              "AND v.sql LIKE 'CREATE VIRTUAL TABLE%' "
+              # and the virtual table reads what its definition names (an FTS index's
+              # ``content='Employee'``: its shadow tables hold Employee's words)
+              "UNION ALL SELECT 'main', name, sql, 'words' FROM sqlite_master "
+              "WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%'",
     "postgres": " UNION ALL ".join([
         f"SELECT schemaname::text, viewname::text, definition, NULL FROM pg_views "
         f"WHERE schemaname NOT IN {_SYSTEM}",
@@ -108,7 +112,7 @@ _SQL_BODIES = frozenset({"call", "always", "sql", "aggregate", "operator", "cast
 #: Bodies read as their words: PL/pgSQL's (SQL among its own statements), and a function's
 #: definition in SQL-standard form (``BEGIN ATOMIC ... END``, as ``pg_get_functiondef`` gives
 #: it: a ``CREATE FUNCTION`` statement whose body sqlglot does not read).
-_WORD_BODIES = frozenset({"plpgsql", "atomic"})
+_WORD_BODIES = frozenset({"plpgsql", "atomic", "words"})
 #: Named anywhere in a text (as a word): PostgreSQL's routines, aggregates and domains.
 _NAMED = frozenset({"aggregate", "domain"})
 #: Blanks before a call's parenthesis (``n_v ()``).
@@ -241,6 +245,8 @@ def _catalog(source: Any) -> _Catalog:
             always.add(keys[0])
         elif how == "call":
             calls.add(name)
+        elif how == "words":  # a virtual table: read by its name, as a view is
+            pass
         elif how is not None:  # a PostgreSQL routine, aggregate or domain
             words.add(name)
         for key in keys:

@@ -120,6 +120,9 @@ _READ_PRAGMAS = frozenset({
     "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
     "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check",
     "function_list", "module_list", "pragma_list", "collation_list", "compile_options",
+    # FTS5 asks it when it opens a table (a count of other connections' commits): without it
+    # no FTS5 table could be read (the thirty-ninth re-probe's L2)
+    "data_version",
 })
 #: The schema table SQLite updates, in memory, when it builds an eponymous virtual table.
 _SCHEMA_TABLES = frozenset({"sqlite_master", "sqlite_schema", "sqlite_temp_master"})
