@@ -133,14 +133,22 @@ def _check_ranges(code: Sequence[Token]) -> dict[int, tuple[int, int]]:
 #: What one range builds times the ranges iterated around it may not pass :data:`MAX_RANGE`.
 MAX_RANGE_WORK = 10 * MAX_RANGE
 def _check_per_row(code: Sequence[Token], i: int, what: str, work: int, rows: list[int],
-                   literal: bool, clauses: list[str]) -> None:
-    """Refuse a ``range()`` or list literal (``literal``) at ``code[i]`` whose ``work``
-    values, built again on each row it is evaluated in (at most :data:`REPLY_ROWS` kept in
-    the reply), pass :data:`MAX_RANGE_WORK`: the eighth re-probe's ``MATCH (a),(b),(c),(d),
-    (e) RETURN range(1, 1000000)``, 16 MB a row, aborted a 4 GB server. Only a projection's
-    (``WITH``, ``RETURN``) lists are kept with the rows; an ``UNWIND``'s or a ``WHERE``'s
-    pass, and the server checks its timeout between rows."""
-    if not literal or clauses[i] not in ("WITH", "RETURN"):
+                   literal: bool, clauses: list[str], scopes: list[tuple[int, ...]]) -> None:
+    """Refuse a ``range()``, list literal or list held by a name (``literal``) at ``code[i]``
+    whose ``work`` values, built again on each row it is evaluated in (at most
+    :data:`REPLY_ROWS` kept in the reply), pass :data:`MAX_RANGE_WORK`: the eighth
+    re-probe's ``MATCH (a),(b),(c),(d),(e) RETURN range(1, 1000000)``, 16 MB a row, aborted
+    a 4 GB server, and ``WITH range(1, 1000000) AS r MATCH ... RETURN [x IN r | x]`` grew
+    one to 3 GB (the thirty-ninth re-probe's H2). Only a projection's (``WITH``,
+    ``RETURN``) lists are kept with the rows; an ``UNWIND``'s or a ``WHERE``'s pass, and the
+    server checks its timeout between rows. What follows a comprehension's ``|`` is its
+    projection, in the clause around the comprehension (``[x IN [1] WHERE true |
+    range(...)]`` was taken for a ``WHERE``'s)."""
+    clause, k = clauses[i], i
+    while clause == "|" and scopes[k]:
+        k = scopes[k][-1]
+        clause = clauses[k]
+    if not literal or clause not in ("WITH", "RETURN"):
         return  # a list a row is unwound into, or matched against, is not kept
     on = rows[i]
     if work * min(on, REPLY_ROWS) > MAX_RANGE_WORK:
@@ -179,11 +187,13 @@ def outside_each(code: Sequence[Token], found: Callable[[int], bool]) -> list[in
 
 def _clauses(code: Sequence[Token]) -> list[str]:
     """The clause each token is in: the nearest clause word before it, outside the brackets
-    around it ("" when none)."""
+    around it ("" when none), or ``|`` past a comprehension's bar (:func:`_check_per_row`
+    reads the clause around the comprehension then)."""
     return ["" if k is None else code[k].text.upper()
-            for k in outside_each(code, lambda k: code[k].kind == "word"
+            for k in outside_each(code, lambda k: (code[k].kind == "word"
                                   and code[k].text.upper() in _CLAUSES
-                                  and not (k and code[k - 1].text in (".", ":")))]
+                                  and not (k and code[k - 1].text in (".", ":")))
+                                  or (code[k].kind == "punct" and code[k].text == "|"))]
 
 
 #: Words that start the expression an ``AS`` names.
@@ -648,9 +658,60 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
             raise QueryRefused(f"{what} at {where(code[i])} brings the values the query's "
                                f"ranges build and walk past {MAX_RANGE_WORK:,}: the server "
                                "evaluates an expression without checking its timeout")
+        if _heavy_walk(code, i):
+            work *= HEAVY_WALK
+            total += work - work // HEAVY_WALK
+            if total > MAX_RANGE_WORK:
+                raise QueryRefused(f"{what} at {where(code[i])} is walked by a call that "
+                                   f"costs about {HEAVY_WALK} times a value's walk: "
+                                   f"{_count(total)} value walks in all, more than "
+                                   f"{MAX_RANGE_WORK:,}, in expressions the server evaluates "
+                                   "without checking its timeout")
         _check_per_row(code, i, what, work, rows, i in ranges or (
-            code[i].text == "[" and not _pattern_comprehension(code, i)), clauses)
+            code[i].text == "[" and not _pattern_comprehension(code, i))
+            or _held(code, i, ranges), clauses, scopes)
     return walked, peak, sources
+
+
+#: What a walk of a list by :data:`_HEAVY` costs, in walks of a value: FalkorDB's
+#: ``toJSON`` of a path takes about 2 us, ``list.sort`` sorts, where a range's value is about
+#: 0.1 us; a collected list walked 8 times so (5 ``toJSON``, 3 ``list.sort``) passed the
+#: 10,000,000 values in all and held the server 57 s (the thirty-ninth re-probe's H1).
+HEAVY_WALK = 10
+_HEAVY = frozenset({"tojson", "sort", "sortnodes", "sortmaps", "sortmulti", "reverse"})
+
+
+def _heavy_walk(code: Sequence[Token], i: int) -> bool:
+    """Whether the list at ``code[i]`` (a name's or a list's) is the argument of a call of
+    :data:`_HEAVY` (``toJSON(l)``, ``list.sort(l)``, ``apoc.convert.toJson(l)``)."""
+    return i >= 2 and code[i - 1].text == "(" and code[i - 2].kind == "word" \
+        and code[i - 2].text.lower() in _HEAVY
+
+
+def _held(code: Sequence[Token], i: int, ranges: dict[int, tuple[int, int]]) -> bool:
+    """Whether ``code[i]`` is a name used for the list it holds (not a call, not a range),
+    kept in the value around it: not measured (``size(r)``, ``head``, ``last``,
+    ``isEmpty``) and not only tested (``x IN r``, ``any(x IN r ...)``)."""
+    tok = code[i]
+    if tok.kind not in ("word", "quoted") or i in ranges \
+            or (i + 1 < len(code) and code[i + 1].text == "("):
+        return False
+    before = code[i - 1].text.upper() if i else ""
+    if before == "(" and i >= 2 and code[i - 2].text.lower() in _MEASURED:
+        return False
+    if before == "IN":
+        opener = code[i - 3].text if i >= 3 and code[i - 2].kind in ("word", "quoted") else ""
+        if opener == "[":
+            return True  # [x IN r | ...]: a comprehension keeps what it makes
+        if opener == "(" and i >= 4:  # reduce() may keep it; any() and the others test it
+            return code[i - 4].text.lower() not in _TESTS
+        return False  # x IN r: a membership test
+    return True
+
+
+#: Calls that measure a list (a number, or one element), and that test one (a boolean).
+_MEASURED = frozenset({"size", "head", "last", "isempty", "length"})
+_TESTS = frozenset({"any", "all", "none", "single"})
 
 
 #: The most evaluations of a token the iterated expressions of a query may come to

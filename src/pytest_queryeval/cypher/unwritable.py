@@ -39,6 +39,9 @@ def check_falkordb(query: str) -> None:
     shape: _Shape | None = None
     for i, tok in enumerate(code):
         word = tok.text.lower() if tok.kind == "word" else ""
+        if word in _PERCENTILES and i + 1 < len(code) and code[i + 1].text == "(" \
+                and not (i and code[i - 1].text == "."):
+            _check_percentile(code, i)
         miswritten = word in FALKORDB_MISWRITTEN and i + 1 < len(code) and code[i + 1].text == "("
         if not (miswritten or word in FALKORDB_UNWRITABLE) \
                 or (i and code[i - 1].text == ".") or not _called(code, i):
@@ -56,6 +59,45 @@ def check_falkordb(query: str) -> None:
         raise QueryRefused(f"{name}() at {where(tok)}: a FalkorDB server stops on a "
                            f"{tok.text.lower()} value in its reply (its Bolt listener cannot "
                            "write one); return toString(...) of it")
+
+
+#: FalkorDB's percentile aggregates, which kill the server on a percentile that is not a
+#: number from 0 to 1 of their own reading: ``percentileCont(x, 0.0/0.0)`` (NaN) and
+#: ``percentileDisc(1, 1e18)`` ended it by SIGSEGV (4.16.3; the thirty-ninth re-probe's H3).
+_PERCENTILES = frozenset({"percentilecont", "percentiledisc"})
+
+
+def _check_percentile(code: list[Token], i: int) -> None:
+    """Refuse a percentile aggregate's call unless its percentile (the second argument) is
+    one number literal from 0 to 1: no expression, name or parameter is known before the
+    server reads it."""
+    depth = 0
+    args: list[list[Token]] = []
+    current: list[Token] = []
+    for tok in code[i + 2:]:
+        if tok.kind == "punct" and tok.text in _OPEN:
+            depth += 1
+        elif tok.kind == "punct" and tok.text in _CLOSE:
+            if depth == 0:
+                break
+            depth -= 1
+        elif depth == 0 and tok.text == ",":
+            args.append(current)
+            current = []
+            continue
+        current.append(tok)
+    args.append(current)
+    percentile = args[1] if len(args) == 2 else []
+    try:
+        value = float(percentile[0].text) if len(percentile) == 1 \
+            and percentile[0].kind == "number" else None
+    except ValueError:
+        value = None
+    if value is None or not 0.0 <= value <= 1.0:
+        raise QueryRefused(f"{code[i].text}() at {where(code[i])}: a FalkorDB server stops on "
+                           "a percentile it reads as no number from 0 to 1 (NaN ended it); "
+                           "write the percentile as one number literal from 0 to 1, such as "
+                           "0.5")
 
 
 class _Shape:

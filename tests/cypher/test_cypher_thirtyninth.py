@@ -1,0 +1,107 @@
+"""Issue 58, the thirty-ninth hostile re-probe of the Cypher kind (``rehearse: false`` on a
+FalkorDB server, where the guard's refusal before sending is the only wall).
+
+H1: a list collected over unbounded rows, walked by 8 calls (5 ``toJSON``, 3
+``list.sort``), passed the 10,000,000 values a query may build and walk in all, each walk
+counted as a range's; a path's ``toJSON`` costs some 20 times a range value's, and the
+server held the prediction 57 s past its 3 s timeout, so later honest cases erred. A walk by
+such a call counts ten values now.
+
+H2: a list bound to a name (``WITH range(1, 1000000) AS r MATCH ... RETURN [x IN r | x]``)
+was not held to the per-row bound a range written in the projection is, nor a range after a
+comprehension's ``|`` when a ``WHERE`` came before the bar (``[x IN [1] WHERE true |
+range(...)]`` was read as a ``WHERE``'s): the server grew past 3 GB and, under a 4 GB limit,
+died. Both are kept with each row now.
+
+H3: ``percentileCont(x, 0.0/0.0)`` (a NaN percentile) and ``percentileDisc(1, 1e18)`` ended
+the server by SIGSEGV; the guard sent them. A percentile must be one number literal from 0
+to 1 now.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_queryeval.cypher import guard, unwritable
+from pytest_queryeval.errors import QueryRefused
+from tests.cypher.test_cypher_twentyseventh import refused_unsent_then_honest_pass
+from tests.fixtures.bolt_server import require
+
+#: (the query, a word of its refusal)
+REFUSED = {
+    "walks": ("MATCH p=(a)-[]->(b),(c),(d),(e),(f),(g) WITH collect(p) AS l RETURN "
+              "size(toJSON(l))+size(toJSON(l))+size(toJSON(l))+size(toJSON(l))+"
+              "size(toJSON(l))+size(list.sort(l))+size(list.sort(l))+size(list.sort(l)) AS c",
+              "walked by a call"),
+    "unwinds": ("UNWIND range(1,1000000) AS x UNWIND range(1,1000000) AS y WITH y LIMIT 4000000 "
+                "WITH collect({a:y,b:y,c:y,d:y,e:y,f:y}) AS l RETURN size(toJSON(l))+"
+                "size(toJSON(l))+size(toJSON(l))+size(toJSON(l))+size(toJSON(l))+"
+                "size(list.sort(l)) AS c", "walked by a call"),
+    "named": ("WITH range(1,1000000) AS r MATCH (a),(b),(c),(d),(e) RETURN [x IN r | x] AS q",
+              "built on each row"),
+    "named-plain": ("WITH range(1,1000000) AS r MATCH (a),(b),(c),(d),(e) RETURN r AS q",
+                    "built on each row"),
+    "named-slice": ("WITH range(1,1000000) AS r MATCH (a),(b),(c),(d),(e) "
+                    "RETURN r[0..999999] AS q", "built on each row"),
+    "named-map": ("WITH {x: range(1,1000000)} AS m MATCH (a),(b),(c),(d),(e) RETURN m AS q",
+                  "built on each row"),
+    "unwound-list": ("UNWIND [range(1,1000000)] AS r MATCH (a),(b),(c),(d),(e) RETURN r AS q",
+                     "built on each row"),
+    "bar": ("MATCH (a),(b),(c),(d),(e) RETURN [x IN [1] WHERE true | range(1,1000000)] AS q",
+            "built on each row"),
+    "bar-with": ("MATCH (a),(b),(c),(d),(e) WITH a, [x IN [1] WHERE true | range(1,1000000)] "
+                 "AS q RETURN q", "built on each row"),
+    "nan": ("MATCH (n:Movie) RETURN percentileCont(n.released, 0.0/0.0) AS x", "percentile"),
+    "nan-sqrt": ("RETURN percentileCont(1, sqrt(-1)) AS x", "percentile"),
+    "huge": ("RETURN percentileDisc(1, 1e18) AS x", "percentile"),
+    "huge-int": ("RETURN percentileDisc(1, 9223372036854775807) AS x", "percentile"),
+}
+#: Honest queries beside them: sent.
+SENT = [
+    "MATCH (m:Movie) WITH collect(m.title) AS titles MATCH (p:Person) "
+    "RETURN p.name AS n, size(titles) AS k",
+    "MATCH (m:Movie) WITH collect(m.title) AS titles MATCH (p:Person) "
+    "WHERE p.name IN titles RETURN p.name AS n",
+    "MATCH (m:Movie) WITH collect(m.title) AS titles RETURN titles",
+    "MATCH (m:Movie) RETURN toJSON(collect(m.title)) AS j",
+    "MATCH (p:Person)-[:ACTED_IN|DIRECTED]->(m:Movie) "
+    "RETURN p.name AS n, [x IN collect(m.title) WHERE x STARTS WITH 'T' | x] AS t",
+    "MATCH (m:Movie) RETURN percentileCont(m.released, 0.5) AS x",
+    "MATCH (m:Movie) RETURN percentileDisc(m.released, 1) AS x",
+    "WITH range(1, 10) AS r MATCH (m:Movie) RETURN m.title AS t, [x IN r | x * 2] AS d",
+]
+
+
+def _unrehearsed(query: str) -> None:
+    """What ``BoltSource.execute`` checks of a prediction under ``rehearse: false`` on a
+    FalkorDB server before it sends it."""
+    guard.check_text(query)
+    guard.check_server(query, costs=True, linear=True)
+    unwritable.check_falkordb(query)
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_each_form_is_refused_before_it_is_sent(name: str) -> None:
+    query, why = REFUSED[name]
+    with pytest.raises(QueryRefused, match=why):
+        _unrehearsed(query)
+
+
+@pytest.mark.parametrize("query", SENT)
+def test_the_honest_forms_are_sent(query: str) -> None:
+    _unrehearsed(query)
+
+
+def test_the_server_lives_and_the_honest_cases_pass(pytester: pytest.Pytester,
+                                                    tmp_path: Path) -> None:
+    """End to end with ``rehearse: false``, on a server of its own: the NaN percentile (it
+    killed the server) and a per-row form refused at their text and unsent, as predictions
+    and as golds; the honest cases after them pass."""
+    require()
+    refused_unsent_then_honest_pass(
+        pytester, tmp_path, {name: (REFUSED[name][0], REFUSED[name][1])
+                             for name in ("nan", "huge", "bar")},
+        {"gold": "MATCH (m:Movie) RETURN count(m) AS c",
+         "predicted": "MATCH (n:Movie) RETURN count(n) AS c"})
