@@ -127,6 +127,11 @@ class PartlyRead(QueryFailed):
         return type(self), (str(self), self.tables)
 
 
+class CountUnknown(QueryEvalError):
+    """A count the database side cannot take for this datasource (an agent case's error):
+    the engine's account, or the catalog of its views and routines, could not be read."""
+
+
 class SourceUnavailable(QueryEvalError):
     """The data source could not be reached: an infrastructure error, not a model failure."""
 

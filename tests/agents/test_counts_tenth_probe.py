@@ -49,9 +49,11 @@ SQL_READS = {
 #: Counted on main already: the controls.
 SQL_CONTROLS = {"control-delete": (DELETE, "write_attempts"),
                 "control-employee": (EMPLOYEE, "forbidden_tables")}
-#: A statement no parser reads: a write head is a write, any other not established.
+#: A statement no parser reads: a write head is a write, and so is one the guard the replayed
+#: call meets refuses for a write word in it (the thirty-seventh re-probe's M6: the same text
+#: replayed was a write attempt, unrun an error).
 UNPARSED = {"unparsed-delete": ("DELETE FROM Genre WHERE (", "write"),
-            "unparsed-with": ("WITH x AS (SELECT 1) DELETE FROM Genre WHERE (", "unknown")}
+            "unparsed-with": ("WITH x AS (SELECT 1) DELETE FROM Genre WHERE (", "write")}
 #: Prose and harmless statements in another tool's argument: passed before, pass now.
 PROSE = ["set up sqlite, then delete from the cache", "SELECT syntax", "show me the tables",
          "describe the data", "begin with the schema", "use the Genre table",
@@ -82,7 +84,7 @@ def test_another_tools_statement_is_a_read_only_when_a_parser_proves_it(
         "write_attempts"), "no parser of the datasource's language reads it" in (
             report.by_id[cid].get("error") or "")) for cid in UNPARSED}
     assert unparsed == {"unparsed-delete": ("failed", 1.0, False),
-                        "unparsed-with": ("error", 0.0, True)}, \
+                        "unparsed-with": ("failed", 1.0, False)}, \
         (unparsed, report.by_id["unparsed-with"].get("error"))
     expected = {**{k: ("failed", "write_attempts") for k in SQL_WRITES},
                 **{k: ("failed", "forbidden_tables") for k in SQL_READS},

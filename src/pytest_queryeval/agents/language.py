@@ -205,9 +205,7 @@ def _verdict_of(text: str, dialect: str | None) -> Verdict:
         trees = [t for t in sqlglot.parse(text, read=dialect) if t is not None]
     except Exception:  # sqlglot raises several error types: the engines' parsers decide
         return _unparsed(text)
-    # a comment after the last semicolon is sqlglot's Semicolon: no statement (``SELECT *
-    # FROM Genre; -- ok`` was a write attempt: the thirty-seventh re-probe's L1)
-    trees = [t for t in trees if not isinstance(t, exp.Semicolon)]
+    trees = [t for t in trees if not isinstance(t, exp.Semicolon)]  # a comment after ``;``
     tables: set[str] = set()
     for tree in trees:
         verdict = _tree_verdict(tree, text if len(trees) == 1 else tree.sql(dialect=dialect),
@@ -336,9 +334,8 @@ def tree_tables(tree: Any) -> set[str]:
     return out
 
 
-#: What a table account holds for a read of every table (a catalog of every table's
-#: statistics, a schema reader given a name computed at run time): no table is named so, an
-#: unquoted name never; the counts take it for every forbidden table (:func:`every_table`).
+#: A table account's read of every table (a catalog of every table's statistics, a schema
+#: reader of a name computed at run time): no table's name; every forbidden table's count.
 EVERY_TABLE = "*"
 
 
@@ -370,24 +367,20 @@ def function_tables(call: Any) -> set[str]:
     the table readers and file readers)."""
     from sqlglot import exp
 
-    from ..sources.sqlfunctions import (
-        INDEX_READERS,
-        SCHEMA_READERS,
-        STATISTICS_CATALOGS,
-        TABLE_READERS,
-    )
+    from ..sources.sqlfunctions import INDEX_READERS, SCHEMA_READERS, STATISTICS_CATALOGS
+    from ..sources.sqlfunctions import TABLE_READERS as READERS
     from ..sources.sqlguard import function_name
 
     fname = function_name(call)
     if fname in STATISTICS_CATALOGS or fname in INDEX_READERS or fname in _PARENT_READERS:
         return {EVERY_TABLE}
-    # a table reader (``duckdb_table_sample('Track')``) reads its table as a schema reader
-    # does: refused wherever it is called, and counted so where it is not run (``CALL``)
-    if fname not in SCHEMA_READERS and not any(fname in r for r in TABLE_READERS.values()):
-        return set()
+    if fname not in SCHEMA_READERS and not any(fname in r for r in READERS.values()):
+        return set()  # (a table reader, ``duckdb_table_sample('Track')``, is counted as one)
     args = list(call.expressions) if isinstance(call, exp.Anonymous) else \
         [a for a in (call.this,) if isinstance(a, exp.Expression)]
     first = args[0] if args else None
+    if isinstance(first, exp.Column) and not first.table:  # histogram_values(Genre, Name)
+        return {first.name.lower()}
     if not (isinstance(first, exp.Literal) and first.is_string and str(first.this).strip()):
         return {EVERY_TABLE}
     spelled = str(first.this).lower()

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (
+    CountUnknown,
     FormRefused,
     PartlyRead,
     QueryEvalError,
@@ -384,7 +385,8 @@ class Ledger:
         try:
             check_read_only(sql, dialect)
         except (ReadRefused, FormRefused) as exc:
-            wrote = isinstance(exc, FormRefused) and is_write(sql, dialect)
+            wrote = isinstance(exc, FormRefused) and _PIVOTS.match(sql) is not None \
+                and is_write(sql, dialect)  # (prose, ``Summarize it``, is never one)
             if wrote:
                 # DuckDB's UNPIVOT statement, a write to the replay's judge (it creates a
                 # type first): counted as the replayed call is (the thirty-sixth re-probe's M3)
@@ -625,10 +627,6 @@ def _last_names(names: Iterable[str]) -> set[str]:
     return out
 
 
-class CountUnknown(QueryEvalError):
-    """A count the database side cannot take for this datasource (the case's error)."""
-
-
 def _a_read(sql: str, dialect: str | None) -> bool:
     """Whether a statement an SQL datasource refused is a read the judge of writes calls one
     (the seventeenth re-probe's M1: an honest agent's ``PRAGMA table_info(Genre)`` failed
@@ -665,6 +663,11 @@ def _guard_refusal(sql: str, dialect: str | None, *, every: bool = False
     except QueryRefused as exc:
         return exc
     return None
+
+
+#: DuckDB's PIVOT and UNPIVOT statements, which create a type before they read: a write to
+#: the replay's judge of writes, refused by the guard as a form.
+_PIVOTS = re.compile(r"\s*(?:un)?pivot\b", re.IGNORECASE)
 
 
 def _short(text: str) -> str:

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .._util.boundedio import repeated_key
-from ..errors import QueryEvalError, SourceUnavailable
-from .ledger import CountUnknown, Ledger
+from ..errors import CountUnknown, QueryEvalError, SourceUnavailable
+from .ledger import Ledger
 from .statements import (
     STATEMENT,
     all_texts,

@@ -171,7 +171,7 @@ def with_views(source: Any, names: Iterable[str], sql: str = "") -> set[str]:
     them and each routine ``sql`` calls or names, the relations its definition reads, views
     and routines under them included (each by its name and its schema-qualified name).
 
-    Raises :class:`~.ledger.CountUnknown` when the catalog cannot be read: an account without
+    Raises :class:`~..errors.CountUnknown` when the catalog cannot be read: an account without
     the views and routines under it could be lower than what ran (the thirty-seventh
     re-probe's H1 and H8)."""
     out = set(names)
@@ -192,8 +192,7 @@ def with_views(source: Any, names: Iterable[str], sql: str = "") -> set[str]:
 def _views(source: Any) -> _Catalog:
     """The datasource's catalog (:func:`_catalog`), read once; one that cannot be read now is
     read again next time, and the count waiting on it is unknown."""
-    from ..errors import QueryEvalError
-    from .ledger import CountUnknown
+    from ..errors import CountUnknown, QueryEvalError
 
     try:
         return _read[source]

@@ -284,7 +284,8 @@ def _projection_bar(code: Sequence[Token], start: int, end: int) -> int | None:
 
 
 def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
-                  scopes: list[tuple[int, ...]]) -> tuple[dict[int, int], dict[int, int]]:
+                  scopes: list[tuple[int, ...]]
+                  ) -> tuple[dict[int, int], dict[int, int], frozenset[int]]:
     """Every ``range()``, list literal and use of a name bound to a list they made (``WITH
     range(1, 10) AS xs``, ``collect`` of the rows ranges were unwound into, ``x`` in ``[x IN
     [range(1, 10)] | ...]``, a ``reduce()``'s accumulator: :func:`_accumulated`), by index:
@@ -302,6 +303,8 @@ def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
         elif tok.text == "[" and _pattern_comprehension(code, i):
             sources[i] = UNSIZED_LIST if _one_pattern(code, i + 1) else UNBOUNDED_ROWS
     names: dict[str, int] = {}
+    ranged: set[str] = set()  # names bound to a list a range built (:func:`_held`)
+    ranged_uses: set[int] = set()
     elements: dict[str, int] = {}  # what an element of a named list may hold
     pending: dict[int, list[tuple[str, int]]] = {}  # a list's end -> the names it binds
     reduces = _accumulators(code, scopes)
@@ -319,6 +322,8 @@ def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
                 and names.get(name) and not (i and code[i - 1].text.upper() == "AS"):
             sources[i] = names[name]
             steady.use(i, name)
+            if name in ranged:
+                ranged_uses.add(i)
         word = tok.text.upper() if tok.kind == "word" else ""
         if word == "IN" and scopes[i] and i >= 2 and code[i - 1].kind in ("word", "quoted") \
                 and code[i - 2].text in ("[", "(", ","):
@@ -330,9 +335,16 @@ def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
         held = sum(sources.get(k, 0) for k in range(start, i))
         if keyword == "UNWIND" and start in ranges and ranges[start][1] == i - 1:
             held = 0  # scalars, one a row
+        # a list a range built, named (not an aggregate's: one row, or a row a group)
+        if held and any(k in ranges for k in range(start, i)) and not any(
+                code[k].kind == "word" and code[k].text.lower() in _AGGREGATES
+                for k in range(start, i)):
+            ranged.add(code[i + 1].text.strip("`"))
+        else:
+            ranged.discard(code[i + 1].text.strip("`"))
         names[code[i + 1].text.strip("`")] = held
         elements[code[i + 1].text.strip("`")] = _element(code, sources, elements, start, i)
-    return sources, steady.uses
+    return sources, steady.uses, frozenset(ranged_uses)
 
 
 @dataclass(frozen=True)
@@ -635,7 +647,7 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
     iterated in each bracket hold, multiplied, by bracket; and the most values one list
     builds or walks (how many times an expression may be evaluated); and every list's
     values, by index (:func:`_list_sources`)."""
-    sources, steady = _list_sources(code, ranges, scopes)
+    sources, steady, ranged = _list_sources(code, ranges, scopes)
     walked, own = _iterations(code, scopes, sources)
     own.update({(k, bracket): walked.get(bracket, 1) for k, bracket in steady.items()})
     rows = _rows(code, ranges)
@@ -669,7 +681,7 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
                                    "without checking its timeout")
         _check_per_row(code, i, what, work, rows, i in ranges or (
             code[i].text == "[" and not _pattern_comprehension(code, i))
-            or _held(code, i, ranges), clauses, scopes)
+            or (i in ranged and _held(code, i, ranges)), clauses, scopes)
     return walked, peak, sources
 
 
@@ -688,10 +700,15 @@ def _heavy_walk(code: Sequence[Token], i: int) -> bool:
         and code[i - 2].text.lower() in _HEAVY
 
 
+#: Aggregates: a list one of them makes is one a row (a group), not one a row it was built in.
+_AGGREGATES = frozenset({"collect", "count", "sum", "avg", "min", "max", "stdev", "stdevp",
+                         "percentilecont", "percentiledisc"})
+
+
 def _held(code: Sequence[Token], i: int, ranges: dict[int, tuple[int, int]]) -> bool:
-    """Whether ``code[i]`` is a name used for the list it holds (not a call, not a range),
-    kept in the value around it: not measured (``size(r)``, ``head``, ``last``,
-    ``isEmpty``) and not only tested (``x IN r``, ``any(x IN r ...)``)."""
+    """Whether ``code[i]`` is a name bound to a list a range built (``WITH range(1, 1000000)
+    AS r``), used for that list and kept in the value around it: not measured (``size(r)``,
+    ``head``, ``last``, ``isEmpty``) and not only tested (``x IN r``, ``any(x IN r ...)``)."""
     tok = code[i]
     if tok.kind not in ("word", "quoted") or i in ranges \
             or (i + 1 < len(code) and code[i + 1].text == "("):
