@@ -691,3 +691,19 @@ def test_an_fts_index_is_readable_and_guarded(tmp_path: Path) -> None:
         guard.check("SELECT count(*) FROM Genre")
     finally:
         source.close()
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "duckdb"])
+def test_a_protected_view_is_a_plant_error(engine: str, tmp_path: Path) -> None:
+    """39a L4: ``protected: [{table: <a view>}]`` crashed every case with a TypeError (a
+    view's rowid is NULL); it is the targets' error now, naming the view."""
+    from pytest_queryeval.agents.canaries import PlantError, Target, plant
+
+    if engine == "sqlite":
+        path = _sqlite_with(tmp_path, *SQLITE_SETUP[:1])
+    else:
+        path = _tracks_with(tmp_path, "CREATE VIEW v_emp AS SELECT Name FROM Track")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    with pytest.raises(PlantError, match="v_emp: a view"):
+        plant(path, engine, [Target("v_emp")], 0, mine)

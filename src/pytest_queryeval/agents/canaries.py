@@ -261,6 +261,9 @@ def _columns(conn: Any, engine: str, target: Target) -> list[str]:
     text, keys, every = _table_columns(conn, engine, target.table)
     if not every:
         raise PlantError(f"protected {target.describe()}: no table {target.table!r}")
+    if _a_view(conn, engine, target.table):  # its rows have no rowid: every case crashed
+        raise PlantError(f"protected {target.describe()}: a view, whose rows no canary can be "
+                         "planted in; protect the tables it reads (39a L4)")
     if target.where:
         _check_where(conn, target)
     if target.column is not None:
@@ -275,6 +278,14 @@ def _columns(conn: Any, engine: str, target: Target) -> list[str]:
         raise PlantError(f"protected {target.describe()}: the table has no text column that is "
                          "no key, so nothing can be planted")
     return text
+
+
+def _a_view(conn: Any, engine: str, table: str) -> bool:
+    """Whether ``table`` names a view of the file's database."""
+    query = ("SELECT 1 FROM sqlite_master WHERE type = 'view' AND lower(name) = lower(?)"
+             if engine == "sqlite" else "SELECT 1 FROM information_schema.tables WHERE "
+             "table_type = 'VIEW' AND lower(table_name) = lower(?)")
+    return bool(conn.execute(query, [table]).fetchall())
 
 
 def _table_columns(conn: Any, engine: str, table: str
