@@ -335,13 +335,8 @@ def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
         held = sum(sources.get(k, 0) for k in range(start, i))
         if keyword == "UNWIND" and start in ranges and ranges[start][1] == i - 1:
             held = 0  # scalars, one a row
-        # a list a range built, named (not an aggregate's: one row, or a row a group)
-        if held and any(k in ranges for k in range(start, i)) and not any(
-                code[k].kind == "word" and code[k].text.lower() in _AGGREGATES
-                for k in range(start, i)):
-            ranged.add(code[i + 1].text.strip("`"))
-        else:
-            ranged.discard(code[i + 1].text.strip("`"))
+        bound = ranged.add if held and _ranged(code, ranges, start, i) else ranged.discard
+        bound(code[i + 1].text.strip("`"))
         names[code[i + 1].text.strip("`")] = held
         elements[code[i + 1].text.strip("`")] = _element(code, sources, elements, start, i)
     return sources, steady.uses, frozenset(ranged_uses)
@@ -703,6 +698,15 @@ def _heavy_walk(code: Sequence[Token], i: int) -> bool:
 #: Aggregates: a list one of them makes is one a row (a group), not one a row it was built in.
 _AGGREGATES = frozenset({"collect", "count", "sum", "avg", "min", "max", "stdev", "stdevp",
                          "percentilecont", "percentiledisc"})
+
+
+def _ranged(code: Sequence[Token], ranges: dict[int, tuple[int, int]], start: int,
+            end: int) -> bool:
+    """Whether ``code[start:end]`` (what an ``AS`` names) holds a list a range built, not an
+    aggregate's (one row, or one a group)."""
+    return any(k in ranges for k in range(start, end)) and not any(
+        code[k].kind == "word" and code[k].text.lower() in _AGGREGATES
+        for k in range(start, end))
 
 
 def _held(code: Sequence[Token], i: int, ranges: dict[int, tuple[int, int]]) -> bool:
