@@ -707,3 +707,24 @@ def test_a_protected_view_is_a_plant_error(engine: str, tmp_path: Path) -> None:
     mine.mkdir()
     with pytest.raises(PlantError, match="v_emp: a view"):
         plant(path, engine, [Target("v_emp")], 0, mine)
+
+
+@pytest.mark.parametrize("poison", [
+    'CREATE MACRO "||"(a, b) AS \'x\'',
+    "CREATE MACRO duckdb_functions() AS TABLE SELECT 1 AS x",
+    "CREATE MACRO duckdb_views() AS TABLE SELECT 1 AS x",
+])
+def test_a_macro_cannot_poison_the_catalogs_own_read(poison: str, tmp_path: Path) -> None:
+    """The fortieth re-probe's N1: the catalog's read of DuckDB's macros concatenated
+    ``'SELECT ' || macro_definition``, and a macro ``"||"`` of the database made every
+    definition ``'x'``, so no macro was expanded (a macro can replace ``duckdb_functions()``
+    itself too). The catalog is read from the system catalog's raw columns now."""
+    from pytest_queryeval.sources.duckdb import DuckdbSource
+    from tests.agents.test_counts_thirtysixth import MACROS
+
+    source = DuckdbSource("t", _tracks_with(tmp_path, *MACROS, poison))
+    try:
+        for sql in ["SELECT * FROM tmv() LIMIT 3", "SELECT n_v() AS n", "SELECT * FROM v3"]:
+            assert _counts(source, "v_t", sql) == (1.0, 1.0, 1.0), sql
+    finally:
+        source.close()

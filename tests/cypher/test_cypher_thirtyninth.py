@@ -57,6 +57,10 @@ REFUSED = {
     "nan-sqrt": ("RETURN percentileCont(1, sqrt(-1)) AS x", "percentile"),
     "huge": ("RETURN percentileDisc(1, 1e18) AS x", "percentile"),
     "huge-int": ("RETURN percentileDisc(1, 9223372036854775807) AS x", "percentile"),
+    # the fortieth re-probe's N1: any percentile of DISTINCT values killed it too
+    "distinct": ("MATCH (n:Movie) RETURN percentileDisc(DISTINCT n.released, 0.5) AS p",
+                 "distinct values"),
+    "distinct-cont": ("RETURN percentileCont(DISTINCT 1, 0.5) AS p", "distinct values"),
 }
 #: Honest queries beside them: sent.
 SENT = [
@@ -102,6 +106,6 @@ def test_the_server_lives_and_the_honest_cases_pass(pytester: pytest.Pytester,
     require()
     refused_unsent_then_honest_pass(
         pytester, tmp_path, {name: (REFUSED[name][0], REFUSED[name][1])
-                             for name in ("nan", "huge", "bar")},
+                             for name in ("nan", "huge", "bar", "distinct")},
         {"gold": "MATCH (m:Movie) RETURN count(m) AS c",
          "predicted": "MATCH (n:Movie) RETURN count(n) AS c"})

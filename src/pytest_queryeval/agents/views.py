@@ -39,15 +39,11 @@ _SYSTEM = "('pg_catalog', 'information_schema')"
 #: ``operator``: its symbol anywhere; ``cast``, ``always``: any query (a cast may be
 #: implicit; a DuckDB macro named like an operator or a builtin replaces it).
 _CATALOGS: dict[str, str] = {
-    # a macro named like an operator or a builtin replaces it where the syntax calls it
-    # with no name written (``"%"`` in ``7 % 2``, ``"~~"`` in ``LIKE``: the thirty-ninth
-    # re-probe's H13): it counts for every query
-    "duckdb": "SELECT schema_name, view_name, sql, NULL FROM duckdb_views() WHERE NOT internal "
-              "UNION ALL SELECT schema_name, function_name, 'SELECT ' || macro_definition, "
-              "CASE WHEN NOT regexp_full_match(function_name, '[A-Za-z_][A-Za-z0-9_$]*') OR "
-              "function_name IN (SELECT function_name FROM duckdb_functions() WHERE internal) "
-              "THEN 'always' ELSE 'call' END FROM duckdb_functions() WHERE function_type IN "
-              "('macro', 'table_macro') AND NOT internal AND macro_definition IS NOT NULL",
+    # DuckDB's: raw columns of the system catalog's own functions, everything else done here
+    # (:func:`_duckdb_rows`): a macro of the database replaces any function or operator a
+    # query of it calls, ``duckdb_functions()`` itself too, and a macro ``"||"`` made every
+    # definition the catalog read ``'x'`` (the fortieth re-probe's N1)
+    "duckdb": "SELECT schema_name, view_name, sql, internal FROM system.main.duckdb_views()",
     # a virtual table's shadow tables hold its rows (FTS's ``notes_content``, R*Tree's
     # ``geo_rowid``: the thirty-ninth re-probe's H11)
     "sqlite": "SELECT 'main', name, sql, NULL FROM sqlite_master WHERE type = 'view' "
@@ -209,19 +205,13 @@ def _views(source: Any) -> _Catalog:
 
 
 def _catalog(source: Any) -> _Catalog:
-    from ..errors import QueryFailed
     from .textjudge import tables_of
 
     dialect = getattr(source, "dialect", None)
     query = _CATALOGS.get(dialect or "")
     if query is None:
         return _Catalog()
-    table = source.execute(query, trusted=True, max_rows=MAX_VIEWS)
-    if table.truncated or table.meta.get("max_bytes") is not None:
-        # a catalog read in part would expand some views and not others: no count
-        raise QueryFailed(f"the catalog of views and routines is over {MAX_VIEWS:,} rows "
-                          "or the datasource's max_bytes")
-    rows = table.rows
+    rows = _duckdb_rows(source, query) if dialect == "duckdb" else _rows(source, query)
     reads: dict[str, frozenset[str]] = {}
     texts: dict[str, str] = {}  # each key's definitions, for the routines they call
     calls: set[str] = set()
@@ -255,6 +245,42 @@ def _catalog(source: Any) -> _Catalog:
     return _Catalog({key: read | (found.brought(texts[key]) - {key})
                      for key, read in reads.items()},
                     found.calls, found.words, symbols, frozenset(always))
+
+
+def _rows(source: Any, query: str) -> list[tuple[Any, ...]]:
+    """The rows of one catalog query, whole (a catalog read in part would expand some views
+    and not others: no count)."""
+    from ..errors import QueryFailed
+
+    table = source.execute(query, trusted=True, max_rows=MAX_VIEWS)
+    if table.truncated or table.meta.get("max_bytes") is not None:
+        raise QueryFailed(f"the catalog of views and routines is over {MAX_VIEWS:,} rows "
+                          "or the datasource's max_bytes")
+    return [tuple(row) for row in table.rows]
+
+
+def _duckdb_rows(source: Any, views: str) -> list[tuple[Any, ...]]:
+    """DuckDB's catalog rows, read with no function or operator a macro could replace: its
+    views, and its macros, each ``call`` or, named like an operator or a builtin (which a
+    query's syntax calls with no name written: ``"%"`` in ``7 % 2``, ``"~~"`` in ``LIKE``,
+    the thirty-ninth re-probe's H13), ``always``."""
+    out: list[tuple[Any, ...]] = [(schema, name, sql, None)
+                                  for schema, name, sql, internal in _rows(source, views)
+                                  if not internal]
+    functions = _rows(source, "SELECT schema_name, function_name, function_type, "
+                              "macro_definition, internal FROM system.main.duckdb_functions()")
+    builtin = {name for _, name, _, _, internal in functions if internal}
+    for schema, name, kind, definition, internal in functions:
+        if internal or kind not in ("macro", "table_macro") or not isinstance(definition, str):
+            continue
+        plain = isinstance(name, str) and _IDENTIFIER.fullmatch(name) is not None
+        how = "call" if plain and name not in builtin else "always"
+        out.append((schema, name, "SELECT " + definition, how))
+    return out
+
+
+#: A name a query can call only by writing it.
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 
 
 def _body_reads(body: str, how: str | None, dialect: str | None) -> set[str]:

@@ -63,7 +63,8 @@ def check_falkordb(query: str) -> None:
 
 #: FalkorDB's percentile aggregates, which kill the server on a percentile that is not a
 #: number from 0 to 1 of their own reading: ``percentileCont(x, 0.0/0.0)`` (NaN) and
-#: ``percentileDisc(1, 1e18)`` ended it by SIGSEGV (4.16.3; the thirty-ninth re-probe's H3).
+#: ``percentileDisc(1, 1e18)`` ended it by SIGSEGV (4.16.3; the thirty-ninth re-probe's H3), as
+#: does any percentile of ``DISTINCT`` values (the fortieth's N1).
 _PERCENTILES = frozenset({"percentilecont", "percentiledisc"})
 
 
@@ -71,6 +72,11 @@ def _check_percentile(code: list[Token], i: int) -> None:
     """Refuse a percentile aggregate's call unless its percentile (the second argument) is
     one number literal from 0 to 1: no expression, name or parameter is known before the
     server reads it."""
+    if i + 2 < len(code) and code[i + 2].text.upper() == "DISTINCT":
+        # percentileDisc(DISTINCT n.released, 0.5) ended it too (the fortieth re-probe's N1)
+        raise QueryRefused(f"{code[i].text}(DISTINCT ...) at {where(code[i])}: a FalkorDB "
+                           "server stops on a percentile of distinct values; collect the "
+                           "distinct values first (WITH DISTINCT ...)")
     depth = 0
     args: list[list[Token]] = []
     current: list[Token] = []
