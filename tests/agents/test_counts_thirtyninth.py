@@ -401,6 +401,9 @@ PG_NAMED_FORMS = [
     ("v_emp", 'SELECT * FROM U&"Odd\\0020V" LIMIT 2'),
     ("employee", 'SELECT * FROM U&"v_em\\0070" WHERE 1 = $1'),
     ("employee", "SELECT * FROM U&\"employe!0065\" UESCAPE '!' WHERE 1 = $1"),
+    # the fortieth re-probe's N4: a comment before UESCAPE
+    ("v_emp", "SELECT * FROM U&\"v!0032\" /**/ UESCAPE '!' LIMIT 2"),
+    ("v_emp", "SELECT * FROM U&\"v!0032\" -- x\nUESCAPE '!' LIMIT 2"),
     ("emp_part", "SELECT * FROM emp_part_1 LIMIT 2"),
     ("emp_parent", "SELECT * FROM emp_child LIMIT 2"),
     # 39a H6: a statistics function's name with a comment before its parenthesis, escaped

@@ -57,6 +57,17 @@ REFUSED = {
     "nan-sqrt": ("RETURN percentileCont(1, sqrt(-1)) AS x", "percentile"),
     "huge": ("RETURN percentileDisc(1, 1e18) AS x", "percentile"),
     "huge-int": ("RETURN percentileDisc(1, 9223372036854775807) AS x", "percentile"),
+    # the fortieth re-probe's N2: the list bound again under another name, or RETURN *
+    "rebound": ("WITH range(1,1000000) AS r WITH r AS s MATCH (a),(b),(c),(d),(e) "
+                "RETURN s AS q", "built on each row"),
+    "map-key": ("WITH {x: range(1,1000000)} AS m WITH m.x AS r MATCH (a),(b),(c),(d),(e) "
+                "RETURN r AS q", "built on each row"),
+    "unwound-name": ("WITH [range(1,1000000)] AS l UNWIND l AS r MATCH (a),(b),(c),(d),(e) "
+                     "RETURN r AS q", "built on each row"),
+    "coalesce": ("WITH range(1,1000000) AS r WITH coalesce(r, []) AS s "
+                 "MATCH (a),(b),(c),(d),(e) RETURN s AS q", "built on each row"),
+    "star": ("WITH range(1,1000000) AS r MATCH (a),(b),(c),(d),(e) RETURN *",
+             "built on each row"),
     # the fortieth re-probe's N1: any percentile of DISTINCT values killed it too
     "distinct": ("MATCH (n:Movie) RETURN percentileDisc(DISTINCT n.released, 0.5) AS p",
                  "distinct values"),
@@ -64,6 +75,8 @@ REFUSED = {
 }
 #: Honest queries beside them: sent.
 SENT = [
+    "WITH range(1, 10) AS r MATCH (m:Movie) RETURN *",
+    "WITH range(1,1000000) AS r RETURN size(r) AS n",
     "MATCH (m:Movie) WITH collect(m.title) AS titles MATCH (p:Person) "
     "RETURN p.name AS n, size(titles) AS k",
     "MATCH (m:Movie) WITH collect(m.title) AS titles MATCH (p:Person) "

@@ -146,7 +146,8 @@ def tables_of(sql: str, dialect: str | None = None, engine_read: bool = False) -
 #: PostgreSQL's Unicode-escaped name or string (``U&"v\0032"``, ``U&'Employe\0065'``), with
 #: its ``UESCAPE`` character when it names one.
 _UNICODE_QUOTED = re.compile(
-    r"""u&(["'])((?:(?!\1).|\1\1)*)\1(?:\s*uescape\s*'([^'])')?""", re.IGNORECASE | re.DOTALL)
+    r"""u&(["'])((?:(?!\1).|\1\1)*)\1(?:(?:\s|/\*.*?\*/|--[^\n]*+\n)*uescape"""
+    r"""(?:\s|/\*.*?\*/|--[^\n]*+\n)*'([^'])')?""", re.IGNORECASE | re.DOTALL)
 
 
 def unicode_escaped(sql: str) -> str:

@@ -324,6 +324,9 @@ def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
             steady.use(i, name)
             if name in ranged:
                 ranged_uses.add(i)
+        if _star(code, i) and (held_ranged := [names[n] for n in ranged if names.get(n)]):
+            sources[i] = max(held_ranged)  # RETURN *: every name, a ranged one's list too
+            ranged_uses.add(i)
         word = tok.text.upper() if tok.kind == "word" else ""
         if word == "IN" and scopes[i] and i >= 2 and code[i - 1].kind in ("word", "quoted") \
                 and code[i - 2].text in ("[", "(", ","):
@@ -335,8 +338,8 @@ def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
         held = sum(sources.get(k, 0) for k in range(start, i))
         if keyword == "UNWIND" and start in ranges and ranges[start][1] == i - 1:
             held = 0  # scalars, one a row
-        bound = ranged.add if held and _ranged(code, ranges, start, i) else ranged.discard
-        bound(code[i + 1].text.strip("`"))
+        (ranged.add if held and _ranged(code, ranges, ranged_uses, start, i)
+         else ranged.discard)(code[i + 1].text.strip("`"))
         names[code[i + 1].text.strip("`")] = held
         elements[code[i + 1].text.strip("`")] = _element(code, sources, elements, start, i)
     return sources, steady.uses, frozenset(ranged_uses)
@@ -700,11 +703,18 @@ _AGGREGATES = frozenset({"collect", "count", "sum", "avg", "min", "max", "stdev"
                          "percentilecont", "percentiledisc"})
 
 
-def _ranged(code: Sequence[Token], ranges: dict[int, tuple[int, int]], start: int,
-            end: int) -> bool:
-    """Whether ``code[start:end]`` (what an ``AS`` names) holds a list a range built, not an
-    aggregate's (one row, or one a group)."""
-    return any(k in ranges for k in range(start, end)) and not any(
+def _star(code: Sequence[Token], i: int) -> bool:
+    """Whether ``code[i]`` is the ``*`` of ``RETURN *`` or ``WITH *``."""
+    return code[i].text == "*" and i > 0 and code[i - 1].text.upper() in (
+        "RETURN", "WITH", "DISTINCT")
+
+
+def _ranged(code: Sequence[Token], ranges: dict[int, tuple[int, int]], uses: set[int],
+            start: int, end: int) -> bool:
+    """Whether ``code[start:end]`` (what an ``AS`` names) holds a list a range built, or a
+    name bound to one (``WITH r AS s``, ``m.x``, ``UNWIND l AS r``: the fortieth re-probe's
+    N2), not an aggregate's (one row, or one a group)."""
+    return any(k in ranges or k in uses for k in range(start, end)) and not any(
         code[k].kind == "word" and code[k].text.lower() in _AGGREGATES
         for k in range(start, end))
 
@@ -714,6 +724,8 @@ def _held(code: Sequence[Token], i: int, ranges: dict[int, tuple[int, int]]) -> 
     AS r``), used for that list and kept in the value around it: not measured (``size(r)``,
     ``head``, ``last``, ``isEmpty``) and not only tested (``x IN r``, ``any(x IN r ...)``)."""
     tok = code[i]
+    if tok.text == "*":  # RETURN *
+        return True
     if tok.kind not in ("word", "quoted") or i in ranges \
             or (i + 1 < len(code) and code[i + 1].text == "("):
         return False
