@@ -731,3 +731,35 @@ def test_a_macro_cannot_poison_the_catalogs_own_read(poison: str, tmp_path: Path
             assert _counts(source, "v_t", sql) == (1.0, 1.0, 1.0), sql
     finally:
         source.close()
+
+
+PATH_MACROS = [
+    "CREATE MACRO ap() AS upper(current_setting('allowed_paths')::VARCHAR)",
+    "CREATE MACRO td() AS replace(current_setting('temp_directory'), '/', '|')",
+    "CREATE MACRO ds() AS TABLE SELECT name, replace(value, '/', '|') AS v FROM duckdb_settings()",
+    "CREATE MACRO ap2() AS lower(ap())",
+    "CREATE VIEW vp AS SELECT * FROM ds()",
+]
+
+
+@pytest.mark.parametrize("sql", ["SELECT ap() AS p", "SELECT td() AS p", "SELECT * FROM ds()",
+                                 'SELECT "ap"() AS p', "SELECT ap2() AS p", "SELECT * FROM vp"])
+def test_a_macro_over_the_path_settings_is_refused(sql: str, tmp_path: Path) -> None:
+    """The fortieth re-probe's N3: a macro of the database over DuckDB's path settings gave
+    the database's host path, transformed past the scrub, with write_attempts 0 (the guard
+    refuses those calls only in the prediction's text)."""
+    from pytest_queryeval.agents.ledger import Ledger
+    from pytest_queryeval.errors import QueryRefused
+    from pytest_queryeval.sources.duckdb import DuckdbSource
+
+    source = DuckdbSource("t", _tracks_with(tmp_path, *PATH_MACROS))
+    try:
+        with pytest.raises(QueryRefused, match="host's file system"):
+            source.execute(sql)
+        ledger = Ledger.for_tables([])
+        with pytest.raises(QueryRefused):
+            ledger.run_query(source, sql, max_rows=5)
+        assert ledger.metrics()["write_attempts"] == 1.0
+        assert source.execute("SELECT count(*) FROM Genre").rows == [(25,)]
+    finally:
+        source.close()

@@ -416,6 +416,46 @@ def worker_tables(path: str, name: str, query: str, max_memory: int, threads: in
     return worker_reply(read_tables(conn, query, temp, timeout), 1 << 20)
 
 
+#: What reads a host path in a macro's or view's definition: the guard's path views and
+#: ``current_setting`` (of any setting: the definition is not parsed here).
+_PATH_WORDS = re.compile(r"(?<![\w$])(?:current_setting|getenv|duckdb_settings|duckdb_databases|"
+                         r"duckdb_temporary_files|duckdb_external_file_cache|duckdb_extensions"
+                         r"|duckdb_secrets|duckdb_logs\w*|pragma_database_list)(?![\w$])",
+                         re.IGNORECASE)
+_COMMENTS = re.compile(r"/\*.*?\*/|--[^\n]*", re.DOTALL)
+_PLAIN_SPELLING = re.compile(r"[\"`]")
+_CALL = re.compile(r"([\w$]+)\s*\(")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
+
+
+def path_objects(source: Any) -> tuple[frozenset[str], frozenset[str]]:
+    """The database's macros and views (lower-cased names) whose definitions read a host
+    path, directly or through another such (``*`` among the macros: one named like an
+    operator or a builtin, which a query calls with no name written). Read with no function
+    or operator of the database's (the system catalog's raw columns)."""
+    functions = source.execute("SELECT function_name, macro_definition, internal FROM "
+                               "system.main.duckdb_functions()", trusted=True,
+                               max_rows=100_000).rows
+    views = source.execute("SELECT view_name, sql, internal FROM system.main.duckdb_views()",
+                           trusted=True, max_rows=100_000).rows
+    builtin = {str(n).lower() for n, _, internal in functions if internal}
+    texts = {str(n).lower(): str(d) for n, d, internal in functions
+             if not internal and isinstance(d, str)}
+    view_texts = {str(n).lower(): str(d) for n, d, internal in views
+                  if not internal and isinstance(d, str)}
+    bad: set[str] = set()
+    while True:  # through macros and views that use such a one
+        found = {n for n, d in {**texts, **view_texts}.items() if n not in bad and (
+            _PATH_WORDS.search(d) or any(b in d.lower() for b in bad))}
+        if not found:
+            break
+        bad |= found
+    macros = {n for n in bad if n in texts}
+    if any(n in builtin or not _IDENTIFIER.fullmatch(n) for n in macros):
+        macros.add("*")
+    return frozenset(macros), frozenset(n for n in bad if n in view_texts)
+
+
 class DuckdbSource(SandboxedFileSource):
     """A DuckDB database file, opened ``read_only`` with external access off and the
     configuration locked. Predicted statements are refused by :func:`check_read_only` before
@@ -434,6 +474,7 @@ class DuckdbSource(SandboxedFileSource):
         super().__init__(name, path, timeout=timeout, max_rows=max_rows, max_bytes=max_bytes,
                          max_memory=max_memory, isolation=isolation)
         self.threads = positive_int(threads, name, "threads")
+        self._path_objects: tuple[frozenset[str], frozenset[str]] | None = None
         self._conn: Any = None
         self._temp: str | None = None
         #: Connections left to a query that did not stop (closing one would wait for it).
@@ -457,6 +498,25 @@ class DuckdbSource(SandboxedFileSource):
             self._temp = None
 
     # -- execution ----------------------------------------------------------------------------
+
+    def _check_prediction(self, query: str) -> None:
+        """Refuse a prediction that calls a macro, or names a view, of the database that reads
+        the host's paths (``current_setting('allowed_paths')``, ``duckdb_settings()``...): the
+        guard refuses those calls in the prediction's text, the scrub of a result matches a
+        path only whole, and ``ap()``, a macro over ``upper(current_setting('allowed_paths'))``,
+        gave the database's path (the fortieth re-probe's N3)."""
+        if self._path_objects is None:
+            self._path_objects = path_objects(self)
+        macros, views = self._path_objects
+        if not macros and not views:
+            return
+        plain = _PLAIN_SPELLING.sub("", _COMMENTS.sub(" ", query.lower()))
+        called = {m for m in _CALL.findall(plain)} & macros
+        named = set(re.findall(r"[\w$]+", plain)) & views
+        if called or named or "*" in macros:
+            which = sorted(called | named) or ["an operator's"]
+            raise QueryRefused(f"{which[0]} (a macro or view of the database) reads the host's "
+                               "file system (its settings' paths): file access, refused")
 
     def _check_engine(self) -> None:
         if importlib.util.find_spec("duckdb") is None:

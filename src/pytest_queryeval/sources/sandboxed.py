@@ -219,6 +219,7 @@ class SandboxedFileSource(SourceDefaults):
         timeout, max_rows = call_limits(self, timeout, max_rows)
         if not trusted and not (self.engine_guard and query_led(query)):
             check_read_only(query, self.dialect)  # parsed first: not shaped like a query
+            self._check_prediction(query)
         if trusted or not self.engine_guard:
             return self._execute(query, timeout, max_rows, False)
         # every prediction under the engine's own check, the guard's parse passed or not:
@@ -232,6 +233,10 @@ class SandboxedFileSource(SourceDefaults):
                                  lambda: self._outcome(outcome, timeout))
         return self._guarded(query, timeout, max_rows,
                              lambda: self._execute(query, timeout, max_rows, True))
+
+    def _check_prediction(self, query: str) -> None:
+        """What an engine refuses of a prediction beyond :func:`check_read_only` (its
+        database's own objects: :class:`~.duckdb.DuckdbSource`); nothing by default."""
 
     def _sent_ahead(self, key: tuple[str | None, str, float, int]) -> Ticket | None:
         """The ticket sent ahead with these arguments, None when none was; the ones sent
