@@ -71,6 +71,8 @@ PG_SETUP = [
     "INSERT INTO emp2 (name) VALUES ('a'), ('b'), ('c')",
     "CREATE TABLE emp3 (id integer GENERATED ALWAYS AS IDENTITY, name text)",
     "INSERT INTO emp3 (name) VALUES ('a'), ('b')",
+    'CREATE FUNCTION "emp cnt"() RETURNS bigint LANGUAGE plpgsql STABLE '
+    "AS $$BEGIN RETURN (SELECT count(*) FROM employee); END$$",
     "CREATE TABLE docs (id integer, body text)",
     "ALTER TABLE docs ALTER COLUMN body SET STORAGE EXTERNAL",
     "INSERT INTO docs VALUES (1, repeat('SECRET-PAYLOAD-', 400))",
@@ -401,6 +403,8 @@ PG_NAMED_FORMS = [
     ("v_emp", 'SELECT * FROM U&"Odd\\0020V" LIMIT 2'),
     ("employee", 'SELECT * FROM U&"v_em\\0070" WHERE 1 = $1'),
     ("employee", "SELECT * FROM U&\"employe!0065\" UESCAPE '!' WHERE 1 = $1"),
+    # the fortieth re-probe's N10: a routine named by more than one word
+    ("employee", 'SELECT "emp cnt"() AS n'),
     # the fortieth re-probe's N4: a comment before UESCAPE
     ("v_emp", "SELECT * FROM U&\"v!0032\" /**/ UESCAPE '!' LIMIT 2"),
     ("v_emp", "SELECT * FROM U&\"v!0032\" -- x\nUESCAPE '!' LIMIT 2"),
@@ -577,6 +581,10 @@ SQLITE_SETUP = [
     "INSERT INTO geo VALUES (1, 0, 5)",
     "CREATE VIRTUAL TABLE emp_fts USING fts5(LastName, content='Employee')",
     "INSERT INTO emp_fts(emp_fts) VALUES ('rebuild')",
+    'CREATE TABLE "Emp Secret" (id INTEGER PRIMARY KEY, secret TEXT)',
+    """INSERT INTO "Emp Secret" VALUES (1, 'hunter2 alpha')""",
+    "CREATE VIRTUAL TABLE ft USING fts5(secret, content='Emp Secret', content_rowid='id')",
+    "INSERT INTO ft(ft) VALUES ('rebuild')",
 ]
 SQLITE_FORMS = [
     ("Employee", "SELECT count(*) AS n FROM Genre WHERE 'Adams' IN v_emp AND 1 = ?"),
@@ -587,6 +595,12 @@ SQLITE_FORMS = [
     ("geo", "SELECT * FROM geo_rowid"),
     ("Employee", "SELECT * FROM emp_fts_data"),
     ("Employee", "SELECT * FROM emp_fts_idx"),
+    # the fortieth re-probe's N6: a text no engine compiles (a harness function) with IN table
+    ("Employee", "SELECT my_harness_fn(1) WHERE 'Adams' IN Employee"),
+    ("Employee", "SELECT my_harness_fn(Name) FROM Genre WHERE Name NOT IN v_emp"),
+    # the fortieth re-probe's N9: an FTS index over a table named by two words
+    ("Emp Secret", "SELECT * FROM ft WHERE ft MATCH 'hunter2'"),
+    ("Emp Secret", "SELECT block FROM ft_data"),
 ]
 
 
@@ -761,5 +775,47 @@ def test_a_macro_over_the_path_settings_is_refused(sql: str, tmp_path: Path) -> 
             ledger.run_query(source, sql, max_rows=5)
         assert ledger.metrics()["write_attempts"] == 1.0
         assert source.execute("SELECT count(*) FROM Genre").rows == [(25,)]
+    finally:
+        source.close()
+
+
+@pytest.mark.postgres
+def test_a_shadowed_postgresql_catalog_still_expands(postgres_server: Any) -> None:
+    """The fortieth re-probe's N7: with the database's ``search_path`` putting ``public``
+    first, a ``public.pg_views`` and a ``public.pg_proc`` of no rows hid every view and
+    routine from the expansion. The catalog's read names ``pg_catalog`` everywhere now."""
+    pytest.importorskip("sqlalchemy")
+    from pytest_queryeval.sources.sqlalchemy import SqlAlchemySource
+
+    database = "q40_shadow"
+    postgres_server.superuser_execute(f"DROP DATABASE IF EXISTS {database}",
+                                      f"CREATE DATABASE {database}")
+    postgres_server.superuser_execute(
+        *PG_SETUP[:4], "CREATE VIEW v_emp AS SELECT last_name FROM employee",
+        "CREATE VIEW v2 AS SELECT * FROM v_emp", PG_SETUP[5],
+        "CREATE VIEW public.pg_views AS SELECT * FROM pg_catalog.pg_views WHERE false",
+        "CREATE VIEW public.pg_proc AS SELECT * FROM pg_catalog.pg_proc WHERE false",
+        f"ALTER DATABASE {database} SET search_path = public, pg_catalog",
+        f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {postgres_server.readonly_user}",
+        database=database)
+    source = SqlAlchemySource("pg", postgres_server.readonly_url(database), isolation="thread")
+    try:
+        assert _counts(source, "v_emp", "SELECT * FROM v2 LIMIT 2") == (1.0, 1.0, 1.0)
+        assert _counts(source, "employee", "SELECT emp_count_pl()") == (1.0, 1.0, 1.0)
+    finally:
+        source.close()
+
+
+def test_a_quoted_macro_name_counts_only_where_called(tmp_path: Path) -> None:
+    """The fortieth re-probe's L2: a macro named with a blank (``"Quoted Mac"``) counted for
+    every query, as if it were an operator's."""
+    from pytest_queryeval.sources.duckdb import DuckdbSource
+    from tests.agents.test_counts_thirtysixth import MACROS
+
+    source = DuckdbSource("t", _tracks_with(
+        tmp_path, *MACROS, 'CREATE MACRO "Quoted Mac"() AS TABLE SELECT * FROM v_t'))
+    try:
+        assert _counts(source, "v_t", "SELECT count(*) FROM Genre") == (0.0, 0.0, 0.0)
+        assert _counts(source, "v_t", 'SELECT * FROM "Quoted Mac"() LIMIT 2') == (1.0, 1.0, 1.0)
     finally:
         source.close()

@@ -132,6 +132,9 @@ def tables_of(sql: str, dialect: str | None = None, engine_read: bool = False) -
     called = as_table_function(sql)
     if called is not None:
         out |= _tables_of(called, dialect, engine_read)
+    if dialect == "sqlite" and _IN_TABLE.search(sql):  # SQLite's ``x IN Employee`` reads it
+        out |= {(m.group(1) or m.group(2) or m.group(3)).lower()
+                for m in _IN_TABLE.finditer(sql)}
     if "&" in sql:
         decoded = unicode_escaped(sql)
         if decoded != sql:
@@ -141,6 +144,13 @@ def tables_of(sql: str, dialect: str | None = None, engine_read: bool = False) -
 
         out.add(EVERY_TABLE)
     return out
+
+
+#: SQLite's ``expr IN table`` (a table or view as the list: ``'Adams' IN v_emp``), read in a
+#: text the engine cannot compile (a function of the agent's harness) as the engine would: a
+#: name after ``IN`` with no parenthesis (the fortieth re-probe's N6).
+_IN_TABLE = re.compile(r"""(?<![\w$])in\s+(?:"([^"]+)"|`([^`]+)`|([A-Za-z_][\w$]*(?:\s*\.\s*"""
+                       r"""[A-Za-z_][\w$]*)?))(?!\s*\()""", re.IGNORECASE)
 
 
 #: PostgreSQL's Unicode-escaped name or string (``U&"v\0032"``, ``U&'Employe\0065'``), with

@@ -102,6 +102,24 @@ _CATALOGS: dict[str, str] = {
         f"JOIN pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname NOT IN {_SYSTEM}",
     ]),
 }
+
+
+def _pg_qualified(sql: str) -> str:
+    """``sql`` with every catalog relation, function, type and operator it names qualified by
+    ``pg_catalog``: a database whose ``search_path`` puts ``public`` first, holding a
+    ``public.pg_views`` of no rows, hid every view and routine from the expansion (the
+    fortieth re-probe's N7), and an operator or function of ``public`` would do the same."""
+    sql = re.sub(r"\b(FROM|JOIN) (pg_[a-z_]+)\b", r"\1 pg_catalog.\2", sql)
+    sql = re.sub(r"(?<![.\w])(quote_ident|pg_get_functiondef|pg_get_constraintdef|string_agg)\(",
+                 r"pg_catalog.\1(", sql)
+    sql = sql.replace("::text", "::pg_catalog.text")
+    sql = re.sub(r"NOT IN \(([^)]*)\)", r"OPERATOR(pg_catalog.<>) ALL (ARRAY[\1])", sql)
+    sql = re.sub(r"\bIN \((a\.aggtransfn[^)]*)\)",
+                 r"OPERATOR(pg_catalog.=) ANY (ARRAY[\1]::pg_catalog.oid[])", sql)
+    for op in ("||", "<>", "="):
+        sql = sql.replace(f" {op} ", f" OPERATOR(pg_catalog.{op}) ")
+    return sql
+
 #: The ``how`` of a definition that is SQL (read by the text's parser); any other language's
 #: body (PL/pgSQL's words, PL/Python's) is read as in :func:`_body_reads`.
 _SQL_BODIES = frozenset({"call", "always", "sql", "aggregate", "operator", "cast", "domain"})
@@ -154,7 +172,8 @@ class _Catalog:
                                                for s in spellings))}
         if self.words:
             words = {w for s in spellings for w in re.findall(r"[\w$]+", s)}
-            out |= {n for n in self.words if n in words}
+            out |= {n for n in self.words if n in words or (not _WORD.fullmatch(n) and any(
+                re.search(r"(?<![\w$])" + re.escape(n) + r"(?![\w$])", s) for s in spellings))}
         out |= {key for symbol, key in self.symbols.items() if symbol in sql}
         return out
 
@@ -211,6 +230,8 @@ def _catalog(source: Any) -> _Catalog:
     query = _CATALOGS.get(dialect or "")
     if query is None:
         return _Catalog()
+    if dialect == "postgres":
+        query = _pg_qualified(query)
     rows = _duckdb_rows(source, query) if dialect == "duckdb" else _rows(source, query)
     reads: dict[str, frozenset[str]] = {}
     texts: dict[str, str] = {}  # each key's definitions, for the routines they call
@@ -273,14 +294,17 @@ def _duckdb_rows(source: Any, views: str) -> list[tuple[Any, ...]]:
     for schema, name, kind, definition, internal in functions:
         if internal or kind not in ("macro", "table_macro") or not isinstance(definition, str):
             continue
-        plain = isinstance(name, str) and _IDENTIFIER.fullmatch(name) is not None
-        how = "call" if plain and name not in builtin else "always"
+        # a name with a letter is called by writing it (quoted); one of symbols alone is an
+        # operator's (``"%"``), called by the syntax (a quoted ``"Quoted Mac"`` counted for
+        # every query: the fortieth re-probe's L2)
+        named = isinstance(name, str) and _LETTER.search(name) is not None
+        how = "call" if named and name not in builtin else "always"
         out.append((schema, name, "SELECT " + definition, how))
     return out
 
 
-#: A name a query can call only by writing it.
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
+#: A name a query can call only by writing it: one holding a letter or a digit.
+_LETTER = re.compile(r"[A-Za-z0-9_]")
 
 
 def _body_reads(body: str, how: str | None, dialect: str | None) -> set[str]:
@@ -295,7 +319,11 @@ def _body_reads(body: str, how: str | None, dialect: str | None) -> set[str]:
     from .language import EVERY_TABLE
 
     words = {w.lower() for w in re.findall(r"[A-Za-z_][\w$]*", body)}
-    out = words if how in _WORD_BODIES else set()
+    # and each quoted name or string whole (an FTS index's ``content='Emp Secret'``, a
+    # PL/pgSQL ``FROM "Emp Secret"``: read as two words, the fortieth re-probe's N9)
+    quoted = {q.lower() for groups in re.findall(r"""'([^']*)'|"([^"]*)"|`([^`]*)`""", body)
+              for q in groups if q}
+    out = words | quoted if how in _WORD_BODIES else set()
     if how is not None and how not in _SQL_BODIES and how not in _WORD_BODIES:
         return {EVERY_TABLE}
     runs_text = (SQL_TEXT_FUNCTIONS | TABLE_BY_NAME_FUNCTIONS

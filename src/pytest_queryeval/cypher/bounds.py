@@ -684,11 +684,15 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
 
 
 #: What a walk of a list by :data:`_HEAVY` costs, in walks of a value: FalkorDB's
-#: ``toJSON`` of a path takes about 2 us, ``list.sort`` sorts, where a range's value is about
+#: ``toJSON`` of a path takes about 2 us, ``list.sort`` sorts, ``tail`` and ``list.insert``
+#: copy every element (a map's keys too), where a range's value is about
 #: 0.1 us; a collected list walked 8 times so (5 ``toJSON``, 3 ``list.sort``) passed the
 #: 10,000,000 values in all and held the server 57 s (the thirty-ninth re-probe's H1).
 HEAVY_WALK = 10
-_HEAVY = frozenset({"tojson", "sort", "sortnodes", "sortmaps", "sortmulti", "reverse"})
+_HEAVY = frozenset({"tojson", "sort", "sortnodes", "sortmaps", "sortmulti", "reverse",
+                    # each clones the whole list (the fortieth re-probe's N3: six tail(l)
+                    # of a collected list held the server 20 s past its 3 s timeout)
+                    "tail", "insert", "remove", "dedup", "insertlistelements"})
 
 
 def _heavy_walk(code: Sequence[Token], i: int) -> bool:
