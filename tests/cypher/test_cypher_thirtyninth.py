@@ -68,6 +68,16 @@ REFUSED = {
                  "MATCH (a),(b),(c),(d),(e) RETURN s AS q", "built on each row"),
     "star": ("WITH range(1,1000000) AS r MATCH (a),(b),(c),(d),(e) RETURN *",
              "built on each row"),
+    # the fortieth re-probe's N4: an aggregate's list, kept with each row of a later MATCH
+    "collected": ("UNWIND range(1,1000000) AS x WITH collect(x) AS r "
+                  "MATCH (a),(b),(c),(d),(e) RETURN r AS q", "built on each row"),
+    "max-range": ("WITH max(range(1,1000000)) AS r MATCH (a),(b),(c),(d),(e) RETURN r AS q",
+                  "built on each row"),
+    # the fortieth re-probe's N3: calls that copy the whole list
+    "tails": ("UNWIND range(1,1000000) AS x UNWIND range(1,1000000) AS y WITH y LIMIT 4000000 "
+              "WITH collect({a:y,b:y,c:y,d:y,e:y,f:y}) AS l RETURN size(tail(l))+size(tail(l))"
+              "+size(tail(l))+size(tail(l))+size(tail(l))+size(tail(l)) AS c",
+              "walked by a call"),
     # the fortieth re-probe's N1: any percentile of DISTINCT values killed it too
     "distinct": ("MATCH (n:Movie) RETURN percentileDisc(DISTINCT n.released, 0.5) AS p",
                  "distinct values"),
@@ -75,6 +85,9 @@ REFUSED = {
 }
 #: Honest queries beside them: sent.
 SENT = [
+    "MATCH (p:Person) WITH collect(p) AS ps RETURN [a IN ps | [b IN ps WHERE b.born = a.born "
+    "| b.name]] AS pairs",
+    "MATCH (p:Person) WITH p, collect(p.name) AS n RETURN p.name AS p, n",
     "WITH range(1, 10) AS r MATCH (m:Movie) RETURN *",
     "WITH range(1,1000000) AS r RETURN size(r) AS n",
     "MATCH (m:Movie) WITH collect(m.title) AS titles MATCH (p:Person) "

@@ -513,7 +513,7 @@ def _rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]]) -> list[int
     an ``UNWIND`` of anything else on (errs high: a ``WITH`` that aggregates does not
     lower it)."""
     out: list[int] = []
-    rows, matched, depth = 1, False, 0
+    rows, matched, depth, aggregated = 1, False, 0, False
     for i, tok in enumerate(code):
         if tok.kind == "punct" and tok.text in _OPEN:
             depth += 1
@@ -521,6 +521,8 @@ def _rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]]) -> list[int
             depth -= 1
         word = tok.text.upper() if tok.kind == "word" and not (
             i and code[i - 1].text == ".") else ""
+        if aggregated and depth == 0 and word in _PROJECTION_ENDS:
+            rows, aggregated = 1, False  # past ``WITH collect(x) AS r``: one row
         if word == "MATCH":
             one = not matched and _one_pattern(code, i + 1)
             rows, matched = min(rows * UNSIZED_LIST, UNBOUNDED_ROWS) if one \
@@ -532,8 +534,40 @@ def _rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]]) -> list[int
             rows = UNBOUNDED_ROWS if size is None else min(rows * size, UNBOUNDED_ROWS)
         elif word == "LIMIT" and depth == 0 and (lit := _literal(code, i + 1)) is not None:
             rows = min(rows, max(lit[0], 0))
+        if word == "WITH" and depth == 0:
+            aggregated = _aggregates_only(code, i + 1)  # its own items see the rows before
         out.append(rows)
     return out
+
+
+#: Clause words that end a ``WITH``'s projection.
+_PROJECTION_ENDS = frozenset({"MATCH", "OPTIONAL", "WHERE", "RETURN", "WITH", "UNWIND", "ORDER",
+                              "SKIP", "LIMIT", "CALL", "UNION"})
+
+
+def _aggregates_only(code: Sequence[Token], at: int) -> bool:
+    """Whether the projection from ``code[at]`` is aggregates alone (each item calls one): one
+    row, no grouping key. A list such an item makes is then one list, not one a row (the
+    fortieth re-probe's N4 multiplied it by the rows of a ``MATCH`` after it)."""
+    items, aggregate, depth = 0, False, 0
+    for k in range(at, len(code)):
+        tok = code[k]
+        if tok.kind == "punct" and tok.text in _OPEN:
+            depth += 1
+        elif tok.kind == "punct" and tok.text in _CLOSE:
+            depth -= 1
+        elif depth == 0 and tok.text == ",":
+            if not aggregate:
+                return False
+            items, aggregate = items + 1, False
+        elif depth == 0 and tok.kind == "word" and tok.text.upper() in _PROJECTION_ENDS:
+            break
+        if tok.kind == "word" and tok.text.lower() in _AGGREGATES and k + 1 < len(code) \
+                and code[k + 1].text == "(":
+            aggregate = True
+        if tok.text == "*" and depth == 0:
+            return False
+    return aggregate
 
 
 def _one_pattern(code: Sequence[Token], at: int) -> bool:
@@ -715,11 +749,12 @@ def _star(code: Sequence[Token], i: int) -> bool:
 
 def _ranged(code: Sequence[Token], ranges: dict[int, tuple[int, int]], uses: set[int],
             start: int, end: int) -> bool:
-    """Whether ``code[start:end]`` (what an ``AS`` names) holds a list a range built, or a
-    name bound to one (``WITH r AS s``, ``m.x``, ``UNWIND l AS r``: the fortieth re-probe's
-    N2), not an aggregate's (one row, or one a group)."""
-    return any(k in ranges or k in uses for k in range(start, end)) and not any(
-        code[k].kind == "word" and code[k].text.lower() in _AGGREGATES
+    """Whether ``code[start:end]`` (what an ``AS`` names) holds a list a range built, a name
+    bound to one (``WITH r AS s``, ``m.x``, ``UNWIND l AS r``: the fortieth re-probe's N2),
+    or an aggregate's (``collect(x)``, ``max(range(...))``: N4), kept with each row of what
+    comes after it (:func:`_rows` counts an aggregating ``WITH`` as one row)."""
+    return any(k in ranges or k in uses or (
+        code[k].kind == "word" and code[k].text.lower() in _AGGREGATES)
         for k in range(start, end))
 
 
