@@ -594,7 +594,7 @@ def tables_read(source: DataSource, sql: str, sql_source: bool,
     inner = unwrap(sql)  # EXPLAIN ANALYZE runs the statement it explains: its reads count
     if callable(ask):
         try:
-            names = {str(n) for n in ask(inner if inner.strip() else sql, timeout=timeout)}
+            names = _account(ask, inner if inner.strip() else sql, timeout)
         except PartlyRead as exc:  # planned, not bound: the plan's tables beside the text's
             planned = exc.tables
         except (QueryTimeout, SourceUnavailable, WorkerDied) as exc:  # not the text's: unknown
@@ -613,6 +613,16 @@ def tables_read(source: DataSource, sql: str, sql_source: bool,
         return _last_names(names)
     out = tables_of(sql, getattr(source, "dialect", None), engine_read=True)
     return with_views(source, out | _last_names(names), sql)
+
+
+def _account(ask: Any, sql: str, timeout: float | None) -> set[str]:
+    """The engine's account of ``sql`` (``source.tables_read``), asked once more when its
+    worker died: a worker killed by the machine's memory (seen under load) is the machine's
+    fault, and the count waits on a second worker rather than fail the case at once."""
+    try:
+        return {str(n) for n in ask(sql, timeout=timeout)}
+    except WorkerDied:
+        return {str(n) for n in ask(sql, timeout=timeout)}
 
 
 def _last_names(names: Iterable[str]) -> set[str]:

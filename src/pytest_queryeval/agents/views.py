@@ -207,14 +207,17 @@ def with_views(source: Any, names: Iterable[str], sql: str = "") -> set[str]:
 def _views(source: Any) -> _Catalog:
     """The datasource's catalog (:func:`_catalog`), read once; one that cannot be read now is
     read again next time, and the count waiting on it is unknown."""
-    from ..errors import CountUnknown, QueryEvalError
+    from ..errors import CountUnknown, QueryEvalError, WorkerDied
 
     try:
         return _read[source]
     except (KeyError, TypeError):
         pass
     try:
-        catalog = _catalog(source)
+        try:
+            catalog = _catalog(source)
+        except WorkerDied:  # the machine's memory, not the catalog's: read once more
+            catalog = _catalog(source)
     except QueryEvalError as exc:
         raise CountUnknown(f"the database's views and routines could not be read "
                            f"({exc.reason()})") from None
