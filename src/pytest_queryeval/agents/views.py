@@ -28,7 +28,27 @@ __all__ = ["with_views"]
 
 #: The schemas no suite's own object lives in.
 _SYSTEM = "('pg_catalog', 'information_schema')"
-#: Each dialect's catalog: (schema, name, definition, how) rows. ``how`` says what reads the
+
+
+def _pg_qualified(sql: str) -> str:
+    """``sql`` with every catalog relation, function, type and operator it names qualified by
+    ``pg_catalog``: a database whose ``search_path`` puts ``public`` first, holding a
+    ``public.pg_views`` of no rows, hid every view and routine from the expansion (the
+    fortieth re-probe's N7), and an operator or function of ``public`` would do the same."""
+    sql = re.sub(r"\b(FROM|JOIN) (pg_[a-z_]+)\b", r"\1 pg_catalog.\2", sql)
+    sql = re.sub(r"(?<![.\w])(quote_ident|pg_get_functiondef|pg_get_constraintdef|string_agg)\(",
+                 r"pg_catalog.\1(", sql)
+    sql = sql.replace("::text", "::pg_catalog.text")
+    sql = re.sub(r"NOT IN \(([^)]*)\)", r"OPERATOR(pg_catalog.<>) ALL (ARRAY[\1])", sql)
+    sql = re.sub(r"\bIN \((a\.aggtransfn[^)]*)\)",
+                 r"OPERATOR(pg_catalog.=) ANY (ARRAY[\1]::pg_catalog.oid[])", sql)
+    for op in ("||", "<>", "="):
+        sql = sql.replace(f" {op} ", f" OPERATOR(pg_catalog.{op}) ")
+    return sql
+
+
+#: Each dialect's catalog (DuckDB's is :func:`_duckdb_rows`): (schema, name, definition,
+#: how) rows. ``how`` says what reads the
 #: definition: None, a read of the relation of that name (a view, a materialized view, a
 #: partition or inheritance child, whose rows are its parent's, a table's row-level security
 #: policies); ``call``, a call of it (DuckDB's macros: ``CREATE
@@ -39,11 +59,6 @@ _SYSTEM = "('pg_catalog', 'information_schema')"
 #: ``operator``: its symbol anywhere; ``cast``, ``always``: any query (a cast may be
 #: implicit; a DuckDB macro named like an operator or a builtin replaces it).
 _CATALOGS: dict[str, str] = {
-    # DuckDB's: raw columns of the system catalog's own functions, everything else done here
-    # (:func:`_duckdb_rows`): a macro of the database replaces any function or operator a
-    # query of it calls, ``duckdb_functions()`` itself too, and a macro ``"||"`` made every
-    # definition the catalog read ``'x'`` (the fortieth re-probe's N1)
-    "duckdb": "SELECT schema_name, view_name, sql, internal FROM system.main.duckdb_views()",
     # a virtual table's shadow tables hold its rows (FTS's ``notes_content``, R*Tree's
     # ``geo_rowid``: the thirty-ninth re-probe's H11)
     "sqlite": "SELECT 'main', name, sql, NULL FROM sqlite_master WHERE type = 'view' "
@@ -56,7 +71,7 @@ _CATALOGS: dict[str, str] = {
               # ``content='Employee'``: its shadow tables hold Employee's words)
               "UNION ALL SELECT 'main', name, sql, 'words' FROM sqlite_master "
               "WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%'",
-    "postgres": " UNION ALL ".join([
+    "postgres": _pg_qualified(" UNION ALL ".join([
         f"SELECT schemaname::text, viewname::text, definition, NULL FROM pg_views "
         f"WHERE schemaname NOT IN {_SYSTEM}",
         "SELECT schemaname::text, matviewname::text, definition, NULL FROM pg_matviews",
@@ -100,25 +115,10 @@ _CATALOGS: dict[str, str] = {
         f"SELECT n.nspname::text, t.typname::text, 'SELECT ' || pg_get_constraintdef(c.oid), "
         f"'domain' FROM pg_constraint c JOIN pg_type t ON t.oid = c.contypid "
         f"JOIN pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname NOT IN {_SYSTEM}",
-    ]),
+    ])),
 }
 
 
-def _pg_qualified(sql: str) -> str:
-    """``sql`` with every catalog relation, function, type and operator it names qualified by
-    ``pg_catalog``: a database whose ``search_path`` puts ``public`` first, holding a
-    ``public.pg_views`` of no rows, hid every view and routine from the expansion (the
-    fortieth re-probe's N7), and an operator or function of ``public`` would do the same."""
-    sql = re.sub(r"\b(FROM|JOIN) (pg_[a-z_]+)\b", r"\1 pg_catalog.\2", sql)
-    sql = re.sub(r"(?<![.\w])(quote_ident|pg_get_functiondef|pg_get_constraintdef|string_agg)\(",
-                 r"pg_catalog.\1(", sql)
-    sql = sql.replace("::text", "::pg_catalog.text")
-    sql = re.sub(r"NOT IN \(([^)]*)\)", r"OPERATOR(pg_catalog.<>) ALL (ARRAY[\1])", sql)
-    sql = re.sub(r"\bIN \((a\.aggtransfn[^)]*)\)",
-                 r"OPERATOR(pg_catalog.=) ANY (ARRAY[\1]::pg_catalog.oid[])", sql)
-    for op in ("||", "<>", "="):
-        sql = sql.replace(f" {op} ", f" OPERATOR(pg_catalog.{op}) ")
-    return sql
 
 #: The ``how`` of a definition that is SQL (read by the text's parser); any other language's
 #: body (PL/pgSQL's words, PL/Python's) is read as in :func:`_body_reads`.
@@ -127,8 +127,6 @@ _SQL_BODIES = frozenset({"call", "always", "sql", "aggregate", "operator", "cast
 #: definition in SQL-standard form (``BEGIN ATOMIC ... END``, as ``pg_get_functiondef`` gives
 #: it: a ``CREATE FUNCTION`` statement whose body sqlglot does not read).
 _WORD_BODIES = frozenset({"plpgsql", "atomic", "words"})
-#: Named anywhere in a text (as a word): PostgreSQL's routines, aggregates and domains.
-_NAMED = frozenset({"aggregate", "domain"})
 #: Blanks before a call's parenthesis (``n_v ()``).
 _NO_BLANKS = re.compile(r"\s+\(")
 #: A called name (its parenthesis right after it, in a spelling of :func:`_spellings`).
@@ -230,12 +228,14 @@ def _catalog(source: Any) -> _Catalog:
     from .textjudge import tables_of
 
     dialect = getattr(source, "dialect", None)
-    query = _CATALOGS.get(dialect or "")
-    if query is None:
+    from ..sources.base import whole_rows
+
+    if dialect == "duckdb":
+        rows = _duckdb_rows(source)
+    elif (query := _CATALOGS.get(dialect or "")) is not None:
+        rows = whole_rows(source, query, MAX_VIEWS)
+    else:
         return _Catalog()
-    if dialect == "postgres":
-        query = _pg_qualified(query)
-    rows = _duckdb_rows(source, query) if dialect == "duckdb" else _rows(source, query)
     reads: dict[str, frozenset[str]] = {}
     texts: dict[str, str] = {}  # each key's definitions, for the routines they call
     calls: set[str] = set()
@@ -271,43 +271,18 @@ def _catalog(source: Any) -> _Catalog:
                     found.calls, found.words, symbols, frozenset(always))
 
 
-def _rows(source: Any, query: str) -> list[tuple[Any, ...]]:
-    """The rows of one catalog query, whole (a catalog read in part would expand some views
-    and not others: no count)."""
-    from ..errors import QueryFailed
+def _duckdb_rows(source: Any) -> list[tuple[Any, ...]]:
+    """DuckDB's catalog rows (:func:`~..sources.duckdb.read_catalog`, shared with the
+    source's own check of a prediction where the source keeps it): its views, and its
+    macros, each ``call``, or ``always`` when a query's syntax calls it with no name
+    written."""
+    from ..sources.duckdb import read_catalog
 
-    table = source.execute(query, trusted=True, max_rows=MAX_VIEWS)
-    if table.truncated or table.meta.get("max_bytes") is not None:
-        raise QueryFailed(f"the catalog of views and routines is over {MAX_VIEWS:,} rows "
-                          "or the datasource's max_bytes")
-    return [tuple(row) for row in table.rows]
-
-
-def _duckdb_rows(source: Any, views: str) -> list[tuple[Any, ...]]:
-    """DuckDB's catalog rows, read with no function or operator a macro could replace: its
-    views, and its macros, each ``call`` or, named like an operator or a builtin (which a
-    query's syntax calls with no name written: ``"%"`` in ``7 % 2``, ``"~~"`` in ``LIKE``,
-    the thirty-ninth re-probe's H13), ``always``."""
-    out: list[tuple[Any, ...]] = [(schema, name, sql, None)
-                                  for schema, name, sql, internal in _rows(source, views)
-                                  if not internal]
-    functions = _rows(source, "SELECT schema_name, function_name, function_type, "
-                              "macro_definition, internal FROM system.main.duckdb_functions()")
-    builtin = {name for _, name, _, _, internal in functions if internal}
-    for schema, name, kind, definition, internal in functions:
-        if internal or kind not in ("macro", "table_macro") or not isinstance(definition, str):
-            continue
-        # a name with a letter is called by writing it (quoted); one of symbols alone is an
-        # operator's (``"%"``), called by the syntax (a quoted ``"Quoted Mac"`` counted for
-        # every query: the fortieth re-probe's L2)
-        named = isinstance(name, str) and _LETTER.search(name) is not None
-        how = "call" if named and name not in builtin else "always"
-        out.append((schema, name, "SELECT " + definition, how))
-    return out
-
-
-#: A name a query can call only by writing it: one holding a letter or a digit.
-_LETTER = re.compile(r"[A-Za-z0-9_]")
+    keep = getattr(source, "catalog", None)
+    catalog = keep() if callable(keep) else read_catalog(source)
+    return [*((schema, name, sql, None) for schema, name, sql in catalog.views),
+            *((schema, name, "SELECT " + definition, "call" if by_name else "always")
+              for schema, name, definition, by_name in catalog.macros)]
 
 
 def _body_reads(body: str, how: str | None, dialect: str | None) -> set[str]:

@@ -11,7 +11,7 @@ from itertools import chain
 from typing import Any, Protocol, cast
 
 from .._util.numeric import MAX_COUNT, option_limit, short_repr
-from ..errors import ConfigError, SourceUnavailable
+from ..errors import ConfigError, QueryFailed, SourceUnavailable
 from ..results import ResultTable
 from .packed import PLAIN, PackedRows, unpack_rows
 
@@ -181,6 +181,17 @@ def check_keys(name: str, type_: str, spec: Mapping[str, Any], allowed: Iterable
         raise ConfigError(f"unknown key(s) {', '.join(unknown)} for type {type_}{hint} "
                           f"(allowed: {', '.join(sorted(allowed))})",
                           key=f"datasources.{name}.{unknown[0]}")
+
+
+def whole_rows(source: Any, query: str, max_rows: int) -> list[tuple[Any, ...]]:
+    """The rows of a trusted catalog query, whole: QueryFailed when ``max_rows`` or the
+    source's ``max_bytes`` cut them (a catalog read in part would account for some of the
+    database's objects and not others)."""
+    table = source.execute(query, trusted=True, max_rows=max_rows)
+    if table.truncated or table.meta.get("max_bytes") is not None:
+        raise QueryFailed(f"the catalog is over {max_rows:,} rows or the datasource's "
+                          "max_bytes")
+    return [tuple(row) for row in table.rows]
 
 
 def payload_bytes(rows: list[tuple[Any, ...]]) -> int:

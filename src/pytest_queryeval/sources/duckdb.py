@@ -46,6 +46,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,7 @@ from .base import (
     PackedBatches,
     positive_int,
     tidy_ddl,
+    whole_rows,
 )
 from .packed import PackedRows, unpack_rows
 from .sandboxed import HARD_GRACE, Reply, SandboxedFileSource, packing, worker_reply
@@ -425,24 +427,55 @@ _PATH_WORDS = re.compile(r"(?<![\w$])(?:current_setting|getenv|duckdb_settings|d
 _COMMENTS = re.compile(r"/\*.*?\*/|--[^\n]*", re.DOTALL)
 _PLAIN_SPELLING = re.compile(r"[\"`]")
 _CALL = re.compile(r"([\w$]+)\s*\(")
+#: A macro name a query calls only by writing it: one holding a letter, a digit or ``_``
+#: (one of symbols alone is an operator's, ``"%"``, which the syntax calls).
+_LETTER = re.compile(r"[A-Za-z0-9_]")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
+#: The most rows the catalog is read for (past them it is not read: no account of it).
+MAX_CATALOG_ROWS = 100_000
 
 
-def path_objects(source: Any) -> tuple[frozenset[str], frozenset[str]]:
-    """The database's macros and views (lower-cased names) whose definitions read a host
-    path, directly or through another such (``*`` among the macros: one named like an
-    operator or a builtin, which a query calls with no name written). Read with no function
-    or operator of the database's (the system catalog's raw columns)."""
-    functions = source.execute("SELECT function_name, macro_definition, internal FROM "
-                               "system.main.duckdb_functions()", trusted=True,
-                               max_rows=100_000).rows
-    views = source.execute("SELECT view_name, sql, internal FROM system.main.duckdb_views()",
-                           trusted=True, max_rows=100_000).rows
-    builtin = {str(n).lower() for n, _, internal in functions if internal}
-    texts = {str(n).lower(): str(d) for n, d, internal in functions
-             if not internal and isinstance(d, str)}
-    view_texts = {str(n).lower(): str(d) for n, d, internal in views
-                  if not internal and isinstance(d, str)}
+@dataclass(frozen=True)
+class Catalog:
+    """The database's own views and macros, read with no function or operator of the
+    database's (the system catalog's raw columns, filtered here): a macro of the database
+    replaces any function or operator a query of it calls, ``duckdb_functions()`` itself
+    too, and a macro ``"||"`` made every definition a catalog query built ``'x'`` (the
+    fortieth re-probe's N1, N2)."""
+
+    #: (schema, name, definition) of each view.
+    views: tuple[tuple[str, str, str], ...]
+    #: (schema, name, definition, by_name) of each macro: ``by_name``, called only by
+    #: writing its name; else named like an operator or a builtin, which a query's syntax
+    #: calls with no name written (``"%"`` in ``7 % 2``, ``"~~"`` in ``LIKE``: the
+    #: thirty-ninth re-probe's H13).
+    macros: tuple[tuple[str, str, str, bool], ...]
+
+
+def read_catalog(source: Any) -> Catalog:
+    """The database's :class:`Catalog` (QueryFailed when it cannot be read whole)."""
+    views = whole_rows(source, "SELECT schema_name, view_name, sql, internal FROM "
+                               "system.main.duckdb_views()", MAX_CATALOG_ROWS)
+    functions = whole_rows(source, "SELECT schema_name, function_name, function_type, "
+                                   "macro_definition, internal FROM "
+                                   "system.main.duckdb_functions()", MAX_CATALOG_ROWS)
+    builtin = {str(name).lower() for _, name, _, _, internal in functions if internal}
+    return Catalog(
+        tuple((str(schema), str(name), sql) for schema, name, sql, internal in views
+              if not internal and isinstance(name, str) and isinstance(sql, str)),
+        tuple((str(schema), name, definition,
+               _LETTER.search(name) is not None and name.lower() not in builtin)
+              for schema, name, kind, definition, internal in functions
+              if not internal and kind in ("macro", "table_macro")
+              and isinstance(name, str) and isinstance(definition, str)))
+
+
+def path_objects(catalog: Catalog) -> tuple[frozenset[str], frozenset[str]]:
+    """The macros and views (lower-cased names) of ``catalog`` whose definitions read a
+    host path, directly or through another such (``*`` among the macros: one a query's
+    syntax calls with no name written, or whose name is no plain identifier)."""
+    texts = {name.lower(): definition for _, name, definition, _ in catalog.macros}
+    view_texts = {name.lower(): definition for _, name, definition in catalog.views}
     bad: set[str] = set()
     while True:  # through macros and views that use such a one
         found = {n for n, d in {**texts, **view_texts}.items() if n not in bad and (
@@ -451,8 +484,9 @@ def path_objects(source: Any) -> tuple[frozenset[str], frozenset[str]]:
             break
         bad |= found
     macros = {n for n in bad if n in texts}
-    if any(n in builtin or not _IDENTIFIER.fullmatch(n) for n in macros):
-        macros.add("*")
+    if any(name.lower() in bad and (not by_name or not _IDENTIFIER.fullmatch(name))
+           for _, name, _, by_name in catalog.macros):
+        macros.add("*")  # (a quoted name of several words is not read as a call here)
     return frozenset(macros), frozenset(n for n in bad if n in view_texts)
 
 
@@ -474,6 +508,7 @@ class DuckdbSource(SandboxedFileSource):
         super().__init__(name, path, timeout=timeout, max_rows=max_rows, max_bytes=max_bytes,
                          max_memory=max_memory, isolation=isolation)
         self.threads = positive_int(threads, name, "threads")
+        self._catalog: Catalog | None = None
         self._path_objects: tuple[frozenset[str], frozenset[str]] | None = None
         self._conn: Any = None
         self._temp: str | None = None
@@ -499,6 +534,14 @@ class DuckdbSource(SandboxedFileSource):
 
     # -- execution ----------------------------------------------------------------------------
 
+    def catalog(self) -> Catalog:
+        """The database's views and macros (:func:`read_catalog`), read once a source: the
+        prediction's check below and the agents' count of what a view or a macro reads
+        (:mod:`pytest_queryeval.agents.views`) share one read."""
+        if self._catalog is None:
+            self._catalog = read_catalog(self)
+        return self._catalog
+
     def _check_prediction(self, query: str) -> None:
         """Refuse a prediction that calls a macro, or names a view, of the database that reads
         the host's paths (``current_setting('allowed_paths')``, ``duckdb_settings()``...): the
@@ -506,12 +549,12 @@ class DuckdbSource(SandboxedFileSource):
         path only whole, and ``ap()``, a macro over ``upper(current_setting('allowed_paths'))``,
         gave the database's path (the fortieth re-probe's N3)."""
         if self._path_objects is None:
-            self._path_objects = path_objects(self)
+            self._path_objects = path_objects(self.catalog())
         macros, views = self._path_objects
         if not macros and not views:
             return
         plain = _PLAIN_SPELLING.sub("", _COMMENTS.sub(" ", query.lower()))
-        called = {m for m in _CALL.findall(plain)} & macros
+        called = set(_CALL.findall(plain)) & macros
         named = set(re.findall(r"[\w$]+", plain)) & views
         if called or named or "*" in macros:
             which = sorted(called | named) or ["an operator's"]
