@@ -29,7 +29,7 @@ import pytest
 
 from tests.agents.test_counts_from_what_ran import call, tool
 from tests.agents.test_counts_thirtyfirst_probe import GATES, _counted, _suite
-from tests.agents.test_counts_thirtysixth import TRACKS, _counts, _views_duckdb
+from tests.agents.test_counts_thirtysixth import TRACKS, _counts, _views_duckdb, tracks_with
 
 DATABASE = "q39_routines"
 PG_SETUP = [
@@ -223,14 +223,10 @@ def test_an_unread_catalog_leaves_the_count_unknown(tmp_path: Path,
 def test_a_macro_over_a_text_it_builds_reads_every_table(tmp_path: Path) -> None:
     """A DuckDB macro whose body reads a table named at run time (``query_table``) counts
     every forbidden table when called."""
-    duckdb = pytest.importorskip("duckdb")
     from pytest_queryeval.sources.duckdb import DuckdbSource
 
-    shutil.copyfile(TRACKS, tmp_path / "t.duckdb")
-    conn = duckdb.connect(str(tmp_path / "t.duckdb"))
-    conn.execute("CREATE MACRO anyt(t) AS TABLE SELECT * FROM query_table(t)")
-    conn.close()
-    source = DuckdbSource("t", tmp_path / "t.duckdb")
+    source = DuckdbSource("t", tracks_with(
+        tmp_path, "CREATE MACRO anyt(t) AS TABLE SELECT * FROM query_table(t)"))
     try:
         got = _counts(source, "Track", "SELECT count(*) FROM anyt('Tr' || 'ack')")
         assert got == (1.0, 1.0, 1.0)
@@ -440,16 +436,11 @@ QUOTED_CALLS = ['SELECT * FROM "tmv"() LIMIT 3', 'SELECT * FROM "TMV"() LIMIT 3'
 
 @pytest.mark.parametrize("sql", QUOTED_CALLS)
 def test_a_macro_however_called_counts(sql: str, tmp_path: Path) -> None:
-    duckdb = pytest.importorskip("duckdb")
     from pytest_queryeval.sources.duckdb import DuckdbSource
     from tests.agents.test_counts_thirtysixth import MACROS
 
-    shutil.copyfile(TRACKS, tmp_path / "t.duckdb")
-    conn = duckdb.connect(str(tmp_path / "t.duckdb"))
-    for statement in [*MACROS, 'CREATE MACRO "Quoted Mac"() AS TABLE SELECT * FROM v_t']:
-        conn.execute(statement)
-    conn.close()
-    source = DuckdbSource("t", tmp_path / "t.duckdb")
+    source = DuckdbSource("t", tracks_with(
+        tmp_path, *MACROS, 'CREATE MACRO "Quoted Mac"() AS TABLE SELECT * FROM v_t'))
     try:
         assert _counts(source, "v_t", sql) == (1.0, 1.0, 1.0)
     finally:
@@ -496,17 +487,6 @@ def test_the_floor_leaves_honest_text_alone(text: str) -> None:
     assert floor_finding(text.lower(), text.lower(), ("employee",)) is None
 
 
-def _tracks_with(tmp_path: Path, *statements: str) -> Path:
-    duckdb = pytest.importorskip("duckdb")
-    path = tmp_path / "t.duckdb"
-    shutil.copyfile(TRACKS, path)
-    conn = duckdb.connect(str(path))
-    for statement in statements:
-        conn.execute(statement)
-    conn.close()
-    return path
-
-
 #: 39a H12 (``enforce: true`` on DuckDB): a macro of the database over a statistics catalog
 #: or a schema reader was served though the catalog called directly is refused; and 39a H7:
 #: DuckDB's ``currval`` reads a sequence's persisted counter, a table's row count.
@@ -528,7 +508,7 @@ def test_enforce_refuses_a_macro_over_a_catalog(sql: str, tmp_path: Path) -> Non
     from pytest_queryeval.agents.ledger import ProtectedRead
     from pytest_queryeval.sources.duckdb import DuckdbSource
 
-    path = _tracks_with(tmp_path, *STATISTICS_MACROS)
+    path = tracks_with(tmp_path, *STATISTICS_MACROS)
     source = DuckdbSource("t", path)
     try:
         guard = Guard(path, "duckdb", [Target("Track"), Target("Secret")], source)
@@ -545,7 +525,7 @@ def test_a_macro_name_inside_another_call_is_no_call(tmp_path: Path) -> None:
     """39a L3: a macro ``unt`` over Track counted every ``count(*)`` as a read of Track."""
     from pytest_queryeval.sources.duckdb import DuckdbSource
 
-    path = _tracks_with(tmp_path, "CREATE MACRO unt() AS (SELECT count(*) FROM Track)")
+    path = tracks_with(tmp_path, "CREATE MACRO unt() AS (SELECT count(*) FROM Track)")
     source = DuckdbSource("t", path)
     try:
         assert _counts(source, "Track", "SELECT count(*) FROM Genre") == (0.0, 0.0, 0.0)
@@ -681,7 +661,7 @@ def test_a_macro_that_replaces_an_operator_counts_for_every_query(macro: str, sq
     (``7 % 2`` gave Track's row count with 0)."""
     from pytest_queryeval.sources.duckdb import DuckdbSource
 
-    source = DuckdbSource("t", _tracks_with(
+    source = DuckdbSource("t", tracks_with(
         tmp_path, "CREATE VIEW v_t AS SELECT Name FROM Track", macro))
     try:
         assert _counts(source, "v_t", sql) == (1.0, 1.0, 1.0)  # a forbidden view under it
@@ -719,7 +699,7 @@ def test_a_protected_view_is_a_plant_error(engine: str, tmp_path: Path) -> None:
     if engine == "sqlite":
         path = _sqlite_with(tmp_path, *SQLITE_SETUP[:1])
     else:
-        path = _tracks_with(tmp_path, "CREATE VIEW v_emp AS SELECT Name FROM Track")
+        path = tracks_with(tmp_path, "CREATE VIEW v_emp AS SELECT Name FROM Track")
     mine = tmp_path / "mine"
     mine.mkdir()
     with pytest.raises(PlantError, match="v_emp: a view"):
@@ -739,7 +719,7 @@ def test_a_macro_cannot_poison_the_catalogs_own_read(poison: str, tmp_path: Path
     from pytest_queryeval.sources.duckdb import DuckdbSource
     from tests.agents.test_counts_thirtysixth import MACROS
 
-    source = DuckdbSource("t", _tracks_with(tmp_path, *MACROS, poison))
+    source = DuckdbSource("t", tracks_with(tmp_path, *MACROS, poison))
     try:
         for sql in ["SELECT * FROM tmv() LIMIT 3", "SELECT n_v() AS n", "SELECT * FROM v3"]:
             assert _counts(source, "v_t", sql) == (1.0, 1.0, 1.0), sql
@@ -766,7 +746,7 @@ def test_a_macro_over_the_path_settings_is_refused(sql: str, tmp_path: Path) -> 
     from pytest_queryeval.errors import QueryRefused
     from pytest_queryeval.sources.duckdb import DuckdbSource
 
-    source = DuckdbSource("t", _tracks_with(tmp_path, *PATH_MACROS))
+    source = DuckdbSource("t", tracks_with(tmp_path, *PATH_MACROS))
     try:
         with pytest.raises(QueryRefused, match="host's file system"):
             source.execute(sql)
@@ -812,7 +792,7 @@ def test_a_quoted_macro_name_counts_only_where_called(tmp_path: Path) -> None:
     from pytest_queryeval.sources.duckdb import DuckdbSource
     from tests.agents.test_counts_thirtysixth import MACROS
 
-    source = DuckdbSource("t", _tracks_with(
+    source = DuckdbSource("t", tracks_with(
         tmp_path, *MACROS, 'CREATE MACRO "Quoted Mac"() AS TABLE SELECT * FROM v_t'))
     try:
         assert _counts(source, "v_t", "SELECT count(*) FROM Genre") == (0.0, 0.0, 0.0)

@@ -94,6 +94,18 @@ def test_the_guard_refuses_the_host_directories(query: str) -> None:
         check_read_only(query, "duckdb")
 
 
+def tracks_with(tmp_path: Path, *statements: str) -> Path:
+    """A copy of the example's tracks.duckdb with ``statements`` run on it."""
+    duckdb = pytest.importorskip("duckdb")
+    path = tmp_path / "t.duckdb"
+    shutil.copyfile(TRACKS, path)
+    conn = duckdb.connect(str(path))
+    for statement in statements:
+        conn.execute(statement)
+    conn.close()
+    return path
+
+
 @pytest.fixture
 def tracks(tmp_path: Path) -> Any:
     """A DuckDB datasource over a fresh copy of the example's tracks.duckdb."""
@@ -447,16 +459,12 @@ def test_an_empty_statement_first_stays_under_the_authorizer(pytester: pytest.Py
 def test_a_failed_account_is_no_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The machine's fault cannot be caused on demand here (it came under load): a stand-in,
     the source's account raising the timeout the probe saw."""
-    duckdb = pytest.importorskip("duckdb")
     from pytest_queryeval.agents.ledger import CountUnknown, Ledger
     from pytest_queryeval.errors import QueryTimeout
     from pytest_queryeval.sources.duckdb import DuckdbSource
 
-    shutil.copyfile(TRACKS, tmp_path / "t.duckdb")
-    conn = duckdb.connect(str(tmp_path / "t.duckdb"))
-    conn.execute("CREATE MACRO n_t() AS (SELECT count(*) FROM Track)")
-    conn.close()
-    source = DuckdbSource("t", tmp_path / "t.duckdb")
+    source = DuckdbSource("t", tracks_with(
+        tmp_path, "CREATE MACRO n_t() AS (SELECT count(*) FROM Track)"))
 
     def timed_out(query: str, *, timeout: float | None = None) -> frozenset[str]:
         raise QueryTimeout("query exceeded 30 s (the engine did not stop by itself)")
@@ -498,15 +506,9 @@ MACROS = ["CREATE VIEW v_t AS SELECT Name FROM Track",
 @pytest.mark.parametrize("sql", ["SELECT * FROM tmv() LIMIT 3", "SELECT n_v() AS n",
                                  "SELECT * FROM v3 LIMIT 3"])
 def test_a_macro_counts_what_it_reads(sql: str, tmp_path: Path) -> None:
-    duckdb = pytest.importorskip("duckdb")
     from pytest_queryeval.sources.duckdb import DuckdbSource
 
-    shutil.copyfile(TRACKS, tmp_path / "t.duckdb")
-    conn = duckdb.connect(str(tmp_path / "t.duckdb"))
-    for statement in MACROS:
-        conn.execute(statement)
-    conn.close()
-    source = DuckdbSource("t", tmp_path / "t.duckdb")
+    source = DuckdbSource("t", tracks_with(tmp_path, *MACROS))
     try:
         assert _counts(source, "v_t", sql) == (1.0, 1.0, 1.0)
         assert _counts(source, "v_t", "SELECT count(*) FROM Genre") == (0.0, 0.0, 0.0)
