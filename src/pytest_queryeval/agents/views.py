@@ -276,10 +276,14 @@ def _duckdb_rows(source: Any) -> list[tuple[Any, ...]]:
     source's own check of a prediction where the source keeps it): its views, and its
     macros, each ``call``, or ``always`` when a query's syntax calls it with no name
     written."""
+    from ..errors import QueryFailed
     from ..sources.duckdb import read_catalog
 
     keep = getattr(source, "catalog", None)
     catalog = keep() if callable(keep) else read_catalog(source)
+    if not catalog.whole:  # a catalog read in part would expand some views and not others
+        raise QueryFailed(f"the catalog of views and macros is over {MAX_VIEWS:,} rows or "
+                          "the datasource's max_bytes")
     return [*((schema, name, sql, None) for schema, name, sql in catalog.views),
             *((schema, name, "SELECT " + definition, "call" if by_name else "always")
               for schema, name, definition, by_name in catalog.macros)]

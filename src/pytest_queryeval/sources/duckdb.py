@@ -67,7 +67,6 @@ from .base import (
     PackedBatches,
     positive_int,
     tidy_ddl,
-    whole_rows,
 )
 from .packed import PackedRows, unpack_rows
 from .sandboxed import HARD_GRACE, Reply, SandboxedFileSource, packing, worker_reply
@@ -450,15 +449,25 @@ class Catalog:
     #: calls with no name written (``"%"`` in ``7 % 2``, ``"~~"`` in ``LIKE``: the
     #: thirty-ninth re-probe's H13).
     macros: tuple[tuple[str, str, str, bool], ...]
+    #: Whether both reads came back whole (not cut by ``max_rows`` or the datasource's
+    #: ``max_bytes``, which the builtins' definitions may pass): the agents' count takes
+    #: only a whole catalog (:func:`~.base.whole_rows`); the prediction's check of path
+    #: macros takes what was read.
+    whole: bool = True
 
 
 def read_catalog(source: Any) -> Catalog:
-    """The database's :class:`Catalog` (QueryFailed when it cannot be read whole)."""
-    views = whole_rows(source, "SELECT schema_name, view_name, sql, internal FROM "
-                               "system.main.duckdb_views()", MAX_CATALOG_ROWS)
-    functions = whole_rows(source, "SELECT schema_name, function_name, function_type, "
-                                   "macro_definition, internal FROM "
-                                   "system.main.duckdb_functions()", MAX_CATALOG_ROWS)
+    """The database's :class:`Catalog` (:attr:`Catalog.whole` says whether it was cut)."""
+    view_table = source.execute("SELECT schema_name, view_name, sql, internal FROM "
+                                "system.main.duckdb_views()", trusted=True,
+                                max_rows=MAX_CATALOG_ROWS)
+    function_table = source.execute("SELECT schema_name, function_name, function_type, "
+                                    "macro_definition, internal FROM "
+                                    "system.main.duckdb_functions()", trusted=True,
+                                    max_rows=MAX_CATALOG_ROWS)
+    whole = not any(t.truncated or t.meta.get("max_bytes") is not None
+                    for t in (view_table, function_table))
+    views, functions = view_table.rows, function_table.rows
     builtin = {str(name).lower() for _, name, _, _, internal in functions if internal}
     return Catalog(
         tuple((str(schema), str(name), sql) for schema, name, sql, internal in views
@@ -467,7 +476,7 @@ def read_catalog(source: Any) -> Catalog:
                _LETTER.search(name) is not None and name.lower() not in builtin)
               for schema, name, kind, definition, internal in functions
               if not internal and kind in ("macro", "table_macro")
-              and isinstance(name, str) and isinstance(definition, str)))
+              and isinstance(name, str) and isinstance(definition, str)), whole)
 
 
 def path_objects(catalog: Catalog) -> tuple[frozenset[str], frozenset[str]]:
