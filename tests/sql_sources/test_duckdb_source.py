@@ -184,3 +184,31 @@ def test_sql_kind_scores_execution_and_structure(chinook_duckdb: Path, session: 
     assert other.metrics["execution_accuracy"] == 0.0
     refused = kind.evaluate(case, "SET enable_external_access = true", session)
     assert refused.reason == "refused: SET is not a read-only query"
+
+
+def test_the_workers_table_accounts_keep_few_connections_open(
+        chinook_duckdb_master: Path, tmp_path: Path) -> None:
+    """The table account (``worker_tables``) takes its connection from the worker's bounded
+    cache: its own cache had no bound, so an agent suite on many files opened a DuckDB
+    instance a file until the worker's address space ran out and every later read there
+    failed "out of memory" (a count unknown). Run in this process, whose worker state is a
+    plain dict."""
+    from pytest_queryeval._isolation.sandbox import worker_state
+    from pytest_queryeval.sources import duckdb as duckdb_source
+
+    conns = worker_state().setdefault("duckdb", {})
+    before = dict(conns)
+    conns.clear()
+    try:
+        for i in range(duckdb_source._WORKER_CONNECTIONS + 3):
+            path = tmp_path / f"copy{i}.duckdb"
+            shutil.copyfile(chinook_duckdb_master, path)
+            duckdb_source.worker_tables(str(path), "d", "SELECT * FROM Genre",
+                                        64 * 1024 * 1024, 1, 10.0)
+            assert len(conns) <= duckdb_source._WORKER_CONNECTIONS
+        assert (str(path), 1) in conns  # the last one kept, most recently used
+    finally:
+        for conn in conns.values():
+            conn.close()
+        conns.clear()
+        conns.update(before)

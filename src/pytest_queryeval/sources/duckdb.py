@@ -264,31 +264,43 @@ def _first_line(e: BaseException) -> str:
     return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
 
 
+def _worker_connection(path: str, name: str, max_memory: int, threads: int, temp: str
+                       ) -> tuple[dict[tuple[str, int], Any], Any]:
+    """The worker's cache of connections, and the one to ``path`` taken out of it (opened if
+    none): the caller puts it back as the most recently used. At most
+    :data:`_WORKER_CONNECTIONS` stay open, for the queries and the table accounts alike (the
+    accounts' own cache had no bound: an agent suite on many files opened one DuckDB instance
+    a file in the worker until its ``RLIMIT_AS`` ran out, and every later read and catalog
+    read there failed "out of memory", a count unknown)."""
+    from .._isolation.sandbox import worker_state
+
+    conns: dict[tuple[str, int], Any] = worker_state().setdefault("duckdb", {})
+    conn = conns.pop((path, threads), None)
+    if conn is not None:
+        return conns, conn
+    while len(conns) >= _WORKER_CONNECTIONS:  # room first: at most this many open
+        conns.pop(next(iter(conns))).close()
+    try:
+        return conns, open_read_only(Path(path), name, max_memory, threads, temp)
+    except SourceUnavailable as e:
+        if not conns or "Out of Memory" not in str(e):
+            raise
+        # the connections cached for other databases hold the worker's address space
+        # (``RLIMIT_AS``: each instance's buffers and threads); a long run of suites on
+        # many files filled it ("Allocation failure" at open): give them back, open again
+        while conns:
+            conns.popitem()[1].close()
+        return conns, open_read_only(Path(path), name, max_memory, threads, temp)
+
+
 def worker_query(path: str, name: str, query: str, timeout: float, max_rows: int,
                  max_bytes: int, max_memory: int, threads: int
                  ) -> Reply:
     """:func:`run_query` inside the sandbox worker, on a connection cached there (spilling to
     the worker's own temporary directory). Only the rows within ``max_bytes`` leave it."""
-    from .._isolation.sandbox import worker_state
-
-    conns: dict[tuple[str, int], Any] = worker_state().setdefault("duckdb", {})
-    key = (path, threads)
-    conn = conns.pop(key, None)
     temp = os.path.join(tempfile.gettempdir(), "duckdb")
-    if conn is None:
-        while len(conns) >= _WORKER_CONNECTIONS:  # room first: at most this many open
-            conns.pop(next(iter(conns))).close()
-        try:
-            conn = open_read_only(Path(path), name, max_memory, threads, temp)
-        except SourceUnavailable as e:
-            if not conns or "Out of Memory" not in str(e):
-                raise
-            # the connections cached for other databases hold the worker's address space
-            # (``RLIMIT_AS``: each instance's buffers and threads); a long run of suites on
-            # many files filled it ("Allocation failure" at open): give them back, open again
-            while conns:
-                conns.popitem()[1].close()
-            conn = open_read_only(Path(path), name, max_memory, threads, temp)
+    conns, conn = _worker_connection(path, name, max_memory, threads, temp)
+    key = (path, threads)
     try:
         table = packing(run_query, conn, query, timeout, max_rows, max_bytes, temp, path)
     except QueryFailed as e:
@@ -405,16 +417,13 @@ def planned_tables(cur: Any, query: str) -> set[str] | None:
 
 def worker_tables(path: str, name: str, query: str, max_memory: int, threads: int,
                   timeout: float | None = None) -> Reply:
-    """:func:`read_tables` inside the sandbox worker, on the connection cached there."""
-    from .._isolation.sandbox import worker_state
-
-    conns: dict[tuple[str, int], Any] = worker_state().setdefault("duckdb", {})
+    """:func:`read_tables` inside the sandbox worker, on a connection cached there."""
     temp = os.path.join(tempfile.gettempdir(), "duckdb")
-    conn = conns.get((path, threads))
-    if conn is None:
-        conn = conns[(path, threads)] = open_read_only(Path(path), name, max_memory, threads,
-                                                       temp)
-    return worker_reply(read_tables(conn, query, temp, timeout), 1 << 20)
+    conns, conn = _worker_connection(path, name, max_memory, threads, temp)
+    try:
+        return worker_reply(read_tables(conn, query, temp, timeout), 1 << 20)
+    finally:
+        conns[(path, threads)] = conn  # most recently used last
 
 
 #: What reads a host path in a macro's or view's definition: the guard's path views and
