@@ -40,11 +40,11 @@ REFUSED = {
                 "size(toJSON(l))+size(toJSON(l))+size(toJSON(l))+size(toJSON(l))+"
                 "size(list.sort(l)) AS c", "walked by a call"),
     "named": ("WITH range(1,1000000) AS r MATCH (a),(b),(c),(d),(e) RETURN [x IN r | x] AS q",
-              "built on each row"),
+              "built on each row|copied or walked"),
     "named-plain": ("WITH range(1,1000000) AS r MATCH (a),(b),(c),(d),(e) RETURN r AS q",
                     "built on each row"),
     "named-slice": ("WITH range(1,1000000) AS r MATCH (a),(b),(c),(d),(e) "
-                    "RETURN r[0..999999] AS q", "built on each row"),
+                    "RETURN r[0..999999] AS q", "built on each row|copied or walked"),
     "named-map": ("WITH {x: range(1,1000000)} AS m MATCH (a),(b),(c),(d),(e) RETURN m AS q",
                   "built on each row"),
     "unwound-list": ("UNWIND [range(1,1000000)] AS r MATCH (a),(b),(c),(d),(e) RETURN r AS q",
@@ -61,11 +61,11 @@ REFUSED = {
     "rebound": ("WITH range(1,1000000) AS r WITH r AS s MATCH (a),(b),(c),(d),(e) "
                 "RETURN s AS q", "built on each row"),
     "map-key": ("WITH {x: range(1,1000000)} AS m WITH m.x AS r MATCH (a),(b),(c),(d),(e) "
-                "RETURN r AS q", "built on each row"),
+                "RETURN r AS q", "built on each row|copied or walked"),
     "unwound-name": ("WITH [range(1,1000000)] AS l UNWIND l AS r MATCH (a),(b),(c),(d),(e) "
                      "RETURN r AS q", "built on each row"),
     "coalesce": ("WITH range(1,1000000) AS r WITH coalesce(r, []) AS s "
-                 "MATCH (a),(b),(c),(d),(e) RETURN s AS q", "built on each row"),
+                 "MATCH (a),(b),(c),(d),(e) RETURN s AS q", "built on each row|copied or walked"),
     "star": ("WITH range(1,1000000) AS r MATCH (a),(b),(c),(d),(e) RETURN *",
              "built on each row"),
     # the fortieth re-probe's N4: an aggregate's list, kept with each row of a later MATCH

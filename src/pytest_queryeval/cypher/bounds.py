@@ -336,8 +336,8 @@ def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
             continue
         start, keyword = _named(code, scopes, i)
         held = sum(sources.get(k, 0) for k in range(start, i))
-        if keyword == "UNWIND" and start in ranges and ranges[start][1] == i - 1:
-            held = 0  # scalars, one a row
+        if keyword == "UNWIND":  # one element a row: a collected list's are scalars
+            held = _element(code, sources, elements, start, i)
         (ranged.add if held and _ranged(code, ranges, ranged_uses, start, i)
          else ranged.discard)(code[i + 1].text.strip("`"))
         names[code[i + 1].text.strip("`")] = held
@@ -522,7 +522,10 @@ def _rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]]) -> list[int
         word = tok.text.upper() if tok.kind == "word" and not (
             i and code[i - 1].text == ".") else ""
         if aggregated and depth == 0 and word in _PROJECTION_ENDS:
-            rows, aggregated = 1, False  # past ``WITH collect(x) AS r``: one row
+            # past ``WITH collect(x) AS r``: one row, from which a MATCH of one pattern
+            # matches what a first one does (``WITH collect(n.name) AS names MATCH (m:Movie)
+            # RETURN m.title, names`` was taken for a product and refused)
+            rows, aggregated, matched = 1, False, False
         if word == "MATCH":
             one = not matched and _one_pattern(code, i + 1)
             rows, matched = min(rows * UNSIZED_LIST, UNBOUNDED_ROWS) if one \
@@ -702,12 +705,13 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
             raise QueryRefused(f"{what} at {where(code[i])} brings the values the query's "
                                f"ranges build and walk past {MAX_RANGE_WORK:,}: the server "
                                "evaluates an expression without checking its timeout")
-        if _heavy_walk(code, i):
+        if _heavy_walk(code, i, scopes, ranges, work != sources[i]):
             work *= HEAVY_WALK
             total += work - work // HEAVY_WALK
             if total > MAX_RANGE_WORK:
-                raise QueryRefused(f"{what} at {where(code[i])} is walked by a call that "
-                                   f"costs about {HEAVY_WALK} times a value's walk: "
+                raise QueryRefused(f"{what} at {where(code[i])} is copied or walked by a "
+                                   "call, a slice, a concatenation or a comprehension, at "
+                                   f"about {HEAVY_WALK} times a value's walk: "
                                    f"{_count(total)} value walks in all, more than "
                                    f"{MAX_RANGE_WORK:,}, in expressions the server evaluates "
                                    "without checking its timeout")
@@ -729,11 +733,39 @@ _HEAVY = frozenset({"tojson", "sort", "sortnodes", "sortmaps", "sortmulti", "rev
                     "tail", "insert", "remove", "dedup", "insertlistelements"})
 
 
-def _heavy_walk(code: Sequence[Token], i: int) -> bool:
-    """Whether the list at ``code[i]`` (a name's or a list's) is the argument of a call of
-    :data:`_HEAVY` (``toJSON(l)``, ``list.sort(l)``, ``apoc.convert.toJson(l)``)."""
-    return i >= 2 and code[i - 1].text == "(" and code[i - 2].kind == "word" \
-        and code[i - 2].text.lower() in _HEAVY
+def _heavy_walk(code: Sequence[Token], i: int, scopes: list[tuple[int, ...]],
+                ranges: dict[int, tuple[int, int]], repeated: bool) -> bool:
+    """Whether the list at ``code[i]`` (a name's or a list's) is walked by a call of
+    :data:`_HEAVY` (``toJSON(l)``, ``list.sort(l)``, ``apoc.convert.toJson(l)``), at any
+    depth of its argument (``toJSON([l])``), or, a name's list, copied or walked anyhow:
+    every use of a named list but one measured (``size(l)``), tested (``x IN l``,
+    ``any(x IN l ...)``), unwound row by row or projected as it is. Calls were read by name alone, and a
+    collected list of 4,000,000 maps copied six times by ``l[1..]``, ``l + []``, ``[l][0]``
+    or ``[x IN l | x]`` held the server 15 to 47 s past a 3 s timeout (the forty-first
+    re-probe's P1, P2)."""
+    if any(b >= 1 and code[b].text == "(" and code[b - 1].kind == "word"
+           and code[b - 1].text.lower() in _HEAVY for b in scopes[i]):
+        return True
+    tok = code[i]
+    if i in ranges or tok.kind not in ("word", "quoted") \
+            or (i + 1 < len(code) and code[i + 1].text == "("):
+        return False  # a range, a literal or a made list: its own cost is counted
+    before = code[i - 1].text.upper() if i else ""
+    after = code[i + 1].text if i + 1 < len(code) else ""
+    if before == "(" and after == ")" and i >= 2 and code[i - 2].text.lower() in _MEASURED:
+        return False
+    if before == "UNWIND":
+        return False  # row by row: the server checks its timeout between rows
+    if before in ("RETURN", "WITH", "DISTINCT", ",") and after.upper() in ("AS", ",", ""):
+        return False  # projected as it is: kept with each row (:func:`_check_per_row`)
+    if before == "IN":
+        opener = code[i - 3].text if i >= 3 and code[i - 2].kind in ("word", "quoted") else ""
+        if opener == "[":  # [x IN l | ...] copies what it keeps; inside another walk (a
+            return not repeated  # self-join) its body is weighed (:func:`_check_bodies`)
+        if opener == "(" and i >= 4:
+            return code[i - 4].text.lower() not in _TESTS
+        return False  # x IN l: a membership test
+    return True
 
 
 #: Aggregates: a list one of them makes is one a row (a group), not one a row it was built in.
@@ -751,9 +783,11 @@ def _ranged(code: Sequence[Token], ranges: dict[int, tuple[int, int]], uses: set
             start: int, end: int) -> bool:
     """Whether ``code[start:end]`` (what an ``AS`` names) holds a list a range built, a name
     bound to one (``WITH r AS s``, ``m.x``, ``UNWIND l AS r``: the fortieth re-probe's N2),
-    or an aggregate's (``collect(x)``, ``max(range(...))``: N4), kept with each row of what
-    comes after it (:func:`_rows` counts an aggregating ``WITH`` as one row)."""
-    return any(k in ranges or k in uses or (
+    or an aggregate's (``collect(x)``, ``max(range(...))``: N4), or a list literal (``WITH
+    [1, 1, ...] AS l``, 5,000 values kept on each of a product's rows: the forty-first
+    re-probe's P3), kept with each row of what comes after it (:func:`_rows` counts an
+    aggregating ``WITH`` as one row)."""
+    return any(k in ranges or k in uses or code[k].text == "[" or (
         code[k].kind == "word" and code[k].text.lower() in _AGGREGATES)
         for k in range(start, end))
 

@@ -1,0 +1,73 @@
+"""Issue 58, the forty-first hostile re-probe of the Cypher kind (``rehearse: false`` on a
+FalkorDB server, where the guard's refusal before sending is the only wall).
+
+P1, P2: a named list was a heavy walk only as the direct argument of a call named in
+``_HEAVY``; a slice (``l[1..]``), a concatenation (``l + []``), a wrapping list
+(``toJSON([l])``, ``list.dedup([l])``, ``[l][0]``) or a comprehension (``[x IN l | x]``) copies
+it as well, and six of them over a collected list of 4,000,000 maps held the server 15 to 47 s
+past a 3 s timeout, so later honest golds erred. Every use of a named list but one measured,
+tested, unwound or projected as it is counts as a heavy walk now, and a call of ``_HEAVY`` at
+any depth around it.
+
+P3: a list literal held by a name (``WITH [1, 1, ... 5,000] AS l``) was not held to the per-row
+bound that a range held by a name is: kept on each row of a five-way product it aborted a 4 GB
+server within the 3 s timeout.
+
+Over-refusals mended beside them: an ``UNWIND`` of a collected list binds its elements (one a
+row), not the whole list; a ``MATCH`` after a ``WITH`` of aggregates alone matches from one row.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_queryeval.errors import QueryRefused
+from tests.cypher.test_cypher_thirtyninth import _unrehearsed
+
+_BIG = ("UNWIND range(1,1000000) AS x UNWIND range(1,1000000) AS y WITH y LIMIT 4000000 "
+        "WITH collect({a:y,b:y,c:y,d:y,e:y,f:y}) AS l RETURN ")
+
+
+def _six(use: str) -> str:
+    return _BIG + "+".join([f"size({use})"] * 6) + " AS c"
+
+
+#: (the query, a word of its refusal)
+REFUSED = {
+    "slice": (_six("l[1..]"), "copied or walked"),
+    "concatenation": (_six("l + []"), "copied or walked"),
+    "wrapped-tojson": (_six("toJSON([l])"), "copied or walked|grows a value"),
+    "wrapped-dedup": (_six("list.dedup([l])"), "copied or walked"),
+    "wrapped-tail": (_six("tail([l])"), "copied or walked"),
+    "literal-copy": (_six("[l][0]"), "copied or walked"),
+    "comprehension": (_six("[x IN l | x]"), "copied or walked"),
+    "held-literal": ("WITH [" + ",".join(["1"] * 5000) + "] AS l MATCH (a),(b),(c),(d),(e) "
+                     "RETURN " + ", ".join(f"l AS q{k}" for k in range(8)), "built on each row"),
+}
+
+#: Honest queries beside them: sent (the first three were refused before).
+SENT = [
+    "MATCH (n:Person) WITH collect(n.name) AS names UNWIND names AS nm RETURN nm",
+    "MATCH (n:Person) WITH collect(n.name) AS names MATCH (m:Movie) RETURN m.title, names",
+    "MATCH (p:Person) WITH collect(p.name) AS ns MATCH (m:Movie) "
+    "RETURN m.title AS t, size(ns) AS k",
+    _BIG + "size(l) AS c",
+    "MATCH (n:Person) WITH collect(n) AS ps RETURN [p IN ps | p.name] AS names",
+    "MATCH (n:Person) WITH collect(n) AS ps RETURN ps[0..2] AS few",
+    "MATCH (n:Person) WITH collect(n) AS ps, collect(n.born) AS bs RETURN ps + bs AS all",
+    "WITH [1, 2, 3] AS l MATCH (m:Movie) RETURN m.title, l",
+    "MATCH (m:Movie) WITH collect(m.title) AS ts RETURN [a IN ts | [b IN ts WHERE a < b | "
+    "a + b]] AS s",
+]
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_each_form_is_refused_before_it_is_sent(name: str) -> None:
+    query, why = REFUSED[name]
+    with pytest.raises(QueryRefused, match=why):
+        _unrehearsed(query)
+
+
+@pytest.mark.parametrize("query", SENT)
+def test_the_honest_forms_are_sent(query: str) -> None:
+    _unrehearsed(query)
