@@ -472,8 +472,7 @@ def _folded(ident: Any) -> str:
 #: read by a quoted name (DuckDB reads ``FROM '/etc/passwd'`` as the file): what may open a
 #: file, which the datasource's guard then judges.
 _WORD = re.compile(r"[A-Za-z_][\w$]*")
-_QUOTED_TABLE = re.compile(r"\b(?:from|join)(?:\s|/\*[^*]{0,256}\*/|--[^\n]{0,256}\n)*['\"]",
-                           re.IGNORECASE)
+_QUOTED_TABLE = re.compile(r"\b(?:from|join)\s*['\"]", re.IGNORECASE)
 
 
 def file_access(sql: str, dialect: str | None) -> str | None:
@@ -486,9 +485,11 @@ def file_access(sql: str, dialect: str | None) -> str | None:
     thousand); a dialect with no such function (SQLite: ``read_csv`` is no function there)
     reads no file."""
     from ..errors import QueryRefused, QuerySyntaxError, ReadRefused
+    from ..sources.sqlcomments import readings
     from ..sources.sqlguard import check_read_only, reads_a_file
 
-    if not (_QUOTED_TABLE.search(sql) or
+    # (comments read as the engine ends them: ``FROM --x<CR>'/etc/passwd'``, 41a M2)
+    if not (any(_QUOTED_TABLE.search(text) for text in readings(sql)) or
             any(reads_a_file(w, dialect) for w in set(_WORD.findall(sql)))):
         return None
     try:

@@ -260,10 +260,10 @@ class Ledger:
     def _named(self, sql: str) -> set[str]:
         """The forbidden tables ``sql`` names anywhere in its text, as a name or a quoted text
         (``pragma_storage_info('Employee')``): what a refused read would have read."""
-        from .textjudge import unicode_escaped
+        from .textjudge import unicode_readings
 
         flat = _flat_dots(sql) if "." in sql else sql
-        texts = (sql, flat, unicode_escaped(sql)) if "&" in sql else (sql, flat)
+        texts = (sql, flat, *unicode_readings(sql)) if "&" in sql else (sql, flat)
         return {t for t in self.forbidden
                 if any(re.search(rf"(?<![\w$]){re.escape(t)}(?![\w$])", text, re.IGNORECASE)
                        for text in dict.fromkeys(texts))}

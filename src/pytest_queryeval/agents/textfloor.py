@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from ..sources.sqlcomments import uncommented as _uncommented
 from ..sources.sqlfunctions import INDEX_READERS, STATISTICS_CATALOGS
 from .fromlists import forbidden_read, words
 from .lead import FORMAT_CHARS
@@ -27,45 +28,6 @@ __all__ = ["INVISIBLE", "floor_finding", "words"]
 #: comment (``DELETE/**/FROM``, ``DELETE -- x`` then a new line), read as a blank
 #: (:func:`_uncommented`).
 INVISIBLE = re.compile(f"[{FORMAT_CHARS}]")
-_COMMENT_MARK = re.compile(r"/\*|\*/|--|[\n\r]")
-_STRING_OR_COMMENT_MARK = re.compile(r"/\*|\*/|--|[\n\r'\"]|\$\$")
-
-
-def _uncommented(low: str, nested: bool, strings: bool = False) -> str:
-    """``low`` with each comment a blank, by one linear scan of its marks, of any length
-    (a bounded pattern left a longer one in place: the fifteenth re-probe's H2): ``--`` to
-    the line's end, ``/* */`` to its first ``*/`` (SQLite, MySQL) or, ``nested``, to the
-    ``*/`` that closes it (DuckDB and PostgreSQL nest them: H9); an unclosed one runs to the
-    end. ``strings``: a comment mark inside a string literal (``'...'``, its ``''`` two
-    literals that meet; ``"..."``; ``$$...$$``; an unclosed one runs to the end) is the
-    string's, not a comment (``SELECT '--'; DELETE/**/FROM Genre``: the sixteenth re-probe's
-    H1). The floor reads all four, and the text as written."""
-    out: list[str] = []
-    kept, depth, line, quote = 0, 0, False, ""
-    for mark in (_STRING_OR_COMMENT_MARK if strings else _COMMENT_MARK).finditer(low):
-        token, at = mark.group(), mark.start()
-        if quote:
-            if token == quote:
-                quote = ""
-        elif line:
-            if token in "\n\r":
-                line, kept = False, at
-        elif depth:
-            if token == "/*" and nested:
-                depth += 1
-            elif token == "*/":
-                depth -= 1
-                if not depth:
-                    kept = mark.end()
-        elif token in ("'", '"', "$$"):
-            quote = token
-        elif token == "/*" or token == "--":
-            out.append(low[kept:at])
-            out.append(" ")
-            depth, line = (1, False) if token == "/*" else (0, True)
-    if not depth and not line:
-        out.append(low[kept:])
-    return "".join(out)
 
 
 #: Every blank an engine skips as a space (a no-break space, the Unicode spaces, a tab), and

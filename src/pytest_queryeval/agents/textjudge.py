@@ -132,13 +132,12 @@ def tables_of(sql: str, dialect: str | None = None, engine_read: bool = False) -
     called = as_table_function(sql)
     if called is not None:
         out |= _tables_of(called, dialect, engine_read)
-    if dialect == "sqlite" and _IN_TABLE.search(sql):  # SQLite's ``x IN Employee`` reads it
-        out |= {(m.group(1) or m.group(2) or m.group(3)).lower()
-                for m in _IN_TABLE.finditer(sql)}
+    if dialect == "sqlite" and re.search(r"(?i)(?<![\w$])in(?![\w$])", sql):
+        out |= _in_tables(sql)  # SQLite's ``x IN Employee`` reads it
     if "&" in sql:
-        decoded = unicode_escaped(sql)
-        if decoded != sql:
-            out |= tables_of(decoded, dialect, engine_read)
+        for decoded in unicode_readings(sql):
+            if decoded != sql:
+                out |= tables_of(decoded, dialect, engine_read)
     if _STATISTICS_CALL.search(_INVISIBLE.sub("", unicode_escaped(sql) if "&" in sql else sql)):
         from .language import EVERY_TABLE
 
@@ -148,38 +147,69 @@ def tables_of(sql: str, dialect: str | None = None, engine_read: bool = False) -
 
 #: SQLite's ``expr IN table`` (a table or view as the list: ``'Adams' IN v_emp``), read in a
 #: text the engine cannot compile (a function of the agent's harness) as the engine would: a
-#: name after ``IN`` with no parenthesis (the fortieth re-probe's N6).
-_IN_TABLE = re.compile(r"""(?<![\w$])in\s+(?:"([^"]+)"|`([^`]+)`|([A-Za-z_][\w$]*(?:\s*\.\s*"""
-                       r"""[A-Za-z_][\w$]*)?))(?!\s*\()""", re.IGNORECASE)
+#: name after ``IN`` with no parenthesis (the fortieth re-probe's N6), in any of SQLite's
+#: quotes (``IN [v_emp]``, ``IN 'v_emp'``), schema-qualified (``IN "main"."v_emp"``), and
+#: read on the text with its comments blanks (``IN/**/v_emp``: the forty-first's O1).
+_IN_NAME = r"""(?:"((?:[^"]|"")+)"|`((?:[^`]|``)+)`|\[([^\]]+)\]|'((?:[^']|'')+)'|([A-Za-z_][\w$]*+))"""
+_IN_TABLE = re.compile(rf"""(?<![\w$])in\s*{_IN_NAME}(?:\s*\.\s*{_IN_NAME})?(?!\s*\()""",
+                       re.IGNORECASE)
+
+
+def _in_tables(sql: str) -> set[str]:
+    """The names SQLite's ``x IN <table>`` reads in ``sql`` (:data:`_IN_TABLE`): the table's,
+    and the schema's too (cautious)."""
+    from ..sources.sqlcomments import readings
+
+    out: set[str] = set()
+    for text in readings(sql):
+        for m in _IN_TABLE.finditer(text):
+            out |= {g.replace('""', '"').replace("''", "'").lower() for g in m.groups() if g}
+    return out
 
 
 #: PostgreSQL's Unicode-escaped name or string (``U&"v\0032"``, ``U&'Employe\0065'``), with
-#: its ``UESCAPE`` character when it names one.
+#: its ``UESCAPE`` character when it names one (read on a text whose comments are blanks).
 _UNICODE_QUOTED = re.compile(
-    r"""u&(["'])((?:(?!\1).|\1\1)*)\1(?:(?:\s|/\*.*?\*/|--[^\n]*+\n)*uescape"""
-    r"""(?:\s|/\*.*?\*/|--[^\n]*+\n)*'([^'])')?""", re.IGNORECASE | re.DOTALL)
+    r"""u&(["'])((?:(?!\1).|\1\1)*)\1(?:\s*uescape\s*'([^'])')?""", re.IGNORECASE | re.DOTALL)
 
 
 def unicode_escaped(sql: str) -> str:
     """``sql`` with each of PostgreSQL's Unicode-escaped names and strings written out
     (``U&"v\0032"`` as ``"v2"``): the name the server reads, which a parser here took as
-    ``v\0032`` (a view read so counted nothing: the thirty-ninth re-probe's H3)."""
-    def one(match: re.Match[str]) -> str:
-        quote, body, escape = match.group(1), match.group(2), match.group(3) or "\\"
-        esc = re.escape(escape)
-        pattern = esc + r"(?:\+([0-9a-fA-F]{6})|([0-9a-fA-F]{4})|(" + esc + "))"
+    ``v\0032`` (a view read so counted nothing: the thirty-ninth re-probe's H3). Its comments
+    are blanks, as the server reads them (a comment before ``UESCAPE`` ended by a carriage
+    return: the forty-first re-probe's O10); :func:`unicode_readings` gives every reading."""
+    from ..sources.sqlcomments import uncommented
 
-        def char(m: re.Match[str]) -> str:
-            if m.group(3):
-                return escape
-            try:
-                return chr(int(m.group(1) or m.group(2), 16))
-            except (ValueError, OverflowError):
-                return m.group(0)
+    if "--" in sql or "/*" in sql:
+        sql = uncommented(sql, True, True)
+    return _UNICODE_QUOTED.sub(_decoded, sql)
 
-        return quote + re.sub(pattern, char, body) + quote
 
-    return _UNICODE_QUOTED.sub(one, sql)
+def unicode_readings(sql: str) -> list[str]:
+    """``sql`` with its Unicode-escaped names written out in each reading of its comments
+    (:func:`~..sources.sqlcomments.readings`), or ``sql`` alone when it has none."""
+    from ..sources.sqlcomments import readings
+
+    if "&" not in sql:
+        return [sql]
+    return list(dict.fromkeys(_UNICODE_QUOTED.sub(_decoded, text) for text in readings(sql)))
+
+
+def _decoded(match: re.Match[str]) -> str:
+    quote, body, escape = match.group(1), match.group(2), match.group(3) or "\\"
+    esc = re.escape(escape)
+    pattern = esc + r"(?:\+([0-9a-fA-F]{6})|([0-9a-fA-F]{4})|(" + esc + "))"
+
+    def char(m: re.Match[str]) -> str:
+        if m.group(3):
+            return escape
+        try:
+            return chr(int(m.group(1) or m.group(2), 16))
+        except (ValueError, OverflowError):
+            return m.group(0)
+
+    return quote + re.sub(pattern, char, body) + quote
 
 
 #: A ``PRAGMA`` or ``CALL`` statement of one function: its keyword, its name (a schema before

@@ -30,13 +30,28 @@ __all__ = ["with_views"]
 _SYSTEM = "('pg_catalog', 'information_schema')"
 
 
+#: The functions the catalog's read calls (qualified by :func:`_pg_qualified`).
+_CALLED_HERE = ("'quote_ident', 'pg_get_functiondef', 'pg_get_constraintdef', 'string_agg', "
+                "'pg_get_viewdef', 'pg_get_expr'")
+
+
+def _own(oid: str) -> str:
+    """The database's own objects (``oid`` the object's): those outside the system schemas,
+    and those made there after ``initdb`` (an OID from 16384, FirstNormalObjectId on): a
+    routine or a view the database put in ``information_schema`` was never expanded (the
+    forty-first re-probe's O2)."""
+    return (f"(n.nspname NOT IN {_SYSTEM} OR {oid} OPERATOR(pg_catalog.>=) "
+            f"16384::pg_catalog.oid)")
+
+
 def _pg_qualified(sql: str) -> str:
     """``sql`` with every catalog relation, function, type and operator it names qualified by
     ``pg_catalog``: a database whose ``search_path`` puts ``public`` first, holding a
     ``public.pg_views`` of no rows, hid every view and routine from the expansion (the
     fortieth re-probe's N7), and an operator or function of ``public`` would do the same."""
     sql = re.sub(r"\b(FROM|JOIN) (pg_[a-z_]+)\b", r"\1 pg_catalog.\2", sql)
-    sql = re.sub(r"(?<![.\w])(quote_ident|pg_get_functiondef|pg_get_constraintdef|string_agg)\(",
+    sql = re.sub(r"(?<![.\w])(quote_ident|pg_get_functiondef|pg_get_constraintdef|string_agg|"
+                 r"pg_get_viewdef|pg_get_expr)\(",
                  r"pg_catalog.\1(", sql)
     sql = sql.replace("::text", "::pg_catalog.text")
     sql = re.sub(r"NOT IN \(([^)]*)\)", r"OPERATOR(pg_catalog.<>) ALL (ARRAY[\1])", sql)
@@ -72,8 +87,26 @@ _CATALOGS: dict[str, str] = {
               "UNION ALL SELECT 'main', name, sql, 'words' FROM sqlite_master "
               "WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%'",
     "postgres": _pg_qualified(" UNION ALL ".join([
-        f"SELECT schemaname::text, viewname::text, definition, NULL FROM pg_views "
-        f"WHERE schemaname NOT IN {_SYSTEM}",
+        # a function, operator or relation made in pg_catalog may replace what this read
+        # calls there (``pg_catalog.quote_ident(name)``, a closer overload than the
+        # builtin's, made every definition built below read nothing: O6): no count then
+        "SELECT 'pg_catalog', p.proname::text, '', 'poisoned' FROM pg_proc p "
+        "WHERE p.pronamespace = 11::pg_catalog.oid "
+        "AND p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid "
+        f"AND p.proname::text = ANY (ARRAY[{_CALLED_HERE}]::pg_catalog.text[])",
+        "SELECT 'pg_catalog', o.oprname::text, '', 'poisoned' FROM pg_operator o "
+        "WHERE o.oprnamespace = 11::pg_catalog.oid "
+        "AND o.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid",
+        "SELECT 'pg_catalog', c.relname::text, '', 'poisoned' FROM pg_class c "
+        "WHERE c.relnamespace = 11::pg_catalog.oid "
+        "AND c.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid",
+        f"SELECT n.nspname::text, c.relname::text, pg_get_viewdef(c.oid), NULL FROM pg_class c "
+        f"JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'v' "
+        f"AND {_own('c.oid')}",
+        # a foreign table reads what its server holds: any table (a postgres_fdw table over
+        # the same database's employee gave its rows with 0: O5)
+        "SELECT n.nspname::text, c.relname::text, '', 'foreign' FROM pg_class c "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'f'",
         "SELECT schemaname::text, matviewname::text, definition, NULL FROM pg_matviews",
         # a partition or an inheritance child holds rows of its parent (a forbidden
         # partitioned table read through its partition counted nothing: 39a H4)
@@ -98,23 +131,30 @@ _CATALOGS: dict[str, str] = {
         f"p.prosrc ELSE pg_get_functiondef(p.oid) END, CASE WHEN p.prosqlbody IS NULL THEN "
         f"l.lanname::text ELSE 'atomic' END FROM pg_proc p "
         f"JOIN pg_namespace n ON n.oid = p.pronamespace JOIN pg_language l "
-        f"ON l.oid = p.prolang WHERE n.nspname NOT IN {_SYSTEM} AND p.prokind <> 'a' "
-        f"AND l.lanname NOT IN ('internal', 'c')",
+        f"ON l.oid = p.prolang WHERE {_own('p.oid')} AND p.prokind <> 'a' "
+        # (a routine of LANGUAGE internal is a builtin's second name, ``my_xml`` for
+        # table_to_xml, which no list of the guard's names: every table, O3)
+        f"AND l.lanname <> 'c'",
+        # the DEFAULT expressions of its parameters run when a call leaves them out
+        # (``dflt(a DEFAULT emp_cnt_pl())``: O15)
+        f"SELECT n.nspname::text, p.proname::text, 'SELECT ' || pg_get_expr(p.proargdefaults, "
+        f"0), 'sql' FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+        f"WHERE p.proargdefaults IS NOT NULL AND {_own('p.oid')}",
         f"SELECT n.nspname::text, p.proname::text, 'SELECT ' || (SELECT string_agg("
         f"quote_ident(f.proname) || '()', ', ') FROM pg_proc f WHERE f.oid IN ("
         f"a.aggtransfn, a.aggfinalfn, a.aggcombinefn, a.aggmtransfn, a.aggminvtransfn, "
         f"a.aggmfinalfn)), 'aggregate' FROM pg_aggregate a JOIN pg_proc p "
         f"ON p.oid = a.aggfnoid JOIN pg_namespace n ON n.oid = p.pronamespace "
-        f"WHERE n.nspname NOT IN {_SYSTEM}",
+        f"WHERE {_own('p.oid')}",
         f"SELECT n.nspname::text, o.oprname::text, 'SELECT ' || quote_ident(p.proname) "
         f"|| '()', 'operator' FROM pg_operator o JOIN pg_proc p ON p.oid = o.oprcode "
-        f"JOIN pg_namespace n ON n.oid = o.oprnamespace WHERE n.nspname NOT IN {_SYSTEM}",
+        f"JOIN pg_namespace n ON n.oid = o.oprnamespace WHERE {_own('o.oid')}",
         f"SELECT n.nspname::text, p.proname::text, 'SELECT ' || quote_ident(p.proname) "
         f"|| '()', 'cast' FROM pg_cast c JOIN pg_proc p ON p.oid = c.castfunc "
-        f"JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname NOT IN {_SYSTEM}",
+        f"JOIN pg_namespace n ON n.oid = p.pronamespace WHERE {_own('p.oid')}",
         f"SELECT n.nspname::text, t.typname::text, 'SELECT ' || pg_get_constraintdef(c.oid), "
         f"'domain' FROM pg_constraint c JOIN pg_type t ON t.oid = c.contypid "
-        f"JOIN pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname NOT IN {_SYSTEM}",
+        f"JOIN pg_namespace n ON n.oid = t.typnamespace WHERE {_own('t.oid')}",
     ])),
 }
 
@@ -132,11 +172,12 @@ _NO_BLANKS = re.compile(r"\s+\(")
 #: A called name (its parenthesis right after it, in a spelling of :func:`_spellings`).
 _CALLED = re.compile(r"([\w$]+)\(")
 _WORD = re.compile(r"[\w$]+")
-#: A comment, read as nothing (``n_v/**/()`` calls ``n_v``).
-_COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*", re.DOTALL)
 #: A statement a routine runs from a text it builds (PL/pgSQL's ``EXECUTE``, ``RETURN QUERY
 #: EXECUTE``, ``FOR r IN EXECUTE``): the tables it reads are known only at run time.
 _DYNAMIC = re.compile(r"(?<![\w$])execute(?![\w$])", re.IGNORECASE)
+#: Operators a query's syntax calls with no symbol written (``x IN (...)``, ``CASE x WHEN``,
+#: ``NULLIF``, ``BETWEEN``, ``ORDER BY``): one of the database's is read by any query.
+_UNWRITTEN = frozenset({"=", "<>", "<", ">", "<=", ">="})
 #: The most rows a catalog is read for (past them the counts are not established).
 MAX_VIEWS = 100_000
 
@@ -225,6 +266,7 @@ def _views(source: Any) -> _Catalog:
 
 
 def _catalog(source: Any) -> _Catalog:
+    from ..errors import QueryFailed
     from .textjudge import tables_of
 
     dialect = getattr(source, "dialect", None)
@@ -250,7 +292,13 @@ def _catalog(source: Any) -> _Catalog:
         read |= _body_reads(definition, how, dialect)
         name = name.lower()
         keys = [name, f"{str(schema).lower()}.{name}"]
-        if how == "operator":
+        if how == "poisoned":
+            raise QueryFailed(f"the database made {name} in pg_catalog, where the catalog's "
+                              "own read calls its functions and operators")
+        if how == "operator" and name in _UNWRITTEN:  # ``x IN (...)`` calls ``=`` (O18)
+            keys = [f"always operator {name}"]
+            always.add(keys[0])
+        elif how == "operator":
             keys = [f"operator {name}"]
             symbols[name] = keys[0]
         elif how in ("cast", "always"):
@@ -318,11 +366,16 @@ def _body_reads(body: str, how: str | None, dialect: str | None) -> set[str]:
 
 
 def _spellings(sql: str) -> list[str]:
-    """``sql`` lower-cased as written, and without comments, quotes or blanks before a
-    parenthesis, Unicode-escaped names decoded: each way an engine reads a name in it."""
-    from .textjudge import unicode_escaped
+    """``sql`` lower-cased as written, and without comments (each way an engine ends them:
+    :func:`~..sources.sqlcomments.readings`), blanks before a parenthesis or quotes, or with
+    each quoted name as the engine reads it (``"a""b"`` is ``a"b``), Unicode-escaped names
+    decoded: each way an engine reads a name in it."""
+    from ..sources.sqlcomments import dequoted, readings
+    from .textjudge import unicode_readings
 
-    low = sql.lower()
-    plain = _NO_BLANKS.sub("(", _COMMENT.sub("", unicode_escaped(sql).lower()))
-    return [low, plain.replace('"', "").replace("`", "")]
-
+    out = [sql.lower()]
+    for text in unicode_readings(sql):
+        for reading in readings(text.lower()):
+            plain = _NO_BLANKS.sub("(", reading)
+            out += [plain.replace('"', "").replace("`", ""), dequoted(plain)]
+    return list(dict.fromkeys(out))

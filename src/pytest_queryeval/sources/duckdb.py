@@ -70,6 +70,7 @@ from .base import (
 )
 from .packed import PackedRows, unpack_rows
 from .sandboxed import HARD_GRACE, Reply, SandboxedFileSource, packing, worker_reply
+from .sqlcomments import dequoted, readings
 
 DEFAULT_MAX_MEMORY = 1024 * 1024 * 1024
 _FETCH_BATCH = 1_000
@@ -432,7 +433,6 @@ _PATH_WORDS = re.compile(r"(?<![\w$])(?:current_setting|getenv|duckdb_settings|d
                          r"duckdb_temporary_files|duckdb_external_file_cache|duckdb_extensions"
                          r"|duckdb_secrets|duckdb_logs\w*|pragma_database_list)(?![\w$])",
                          re.IGNORECASE)
-_COMMENTS = re.compile(r"/\*.*?\*/|--[^\n]*", re.DOTALL)
 _PLAIN_SPELLING = re.compile(r"[\"`]")
 _CALL = re.compile(r"([\w$]+)\s*\(")
 #: A macro name a query calls only by writing it: one holding a letter, a digit or ``_``
@@ -570,9 +570,13 @@ class DuckdbSource(SandboxedFileSource):
         macros, views = self._path_objects
         if not macros and not views:
             return
-        plain = _PLAIN_SPELLING.sub("", _COMMENTS.sub(" ", query.lower()))
+        texts = readings(query.lower())  # each way the engine may end its comments (O9)
+        plain = "\n".join(_PLAIN_SPELLING.sub("", text) for text in texts)
         called = set(_CALL.findall(plain)) & macros
         named = set(re.findall(r"[\w$]+", plain)) & views
+        # a view whose name is no word (``"v s"``): wherever the text names it (O17)
+        spelled = "\n".join(dequoted(text) for text in texts)
+        named |= {v for v in views if not _IDENTIFIER.fullmatch(v) and v in spelled}
         if called or named or "*" in macros:
             which = sorted(called | named) or ["an operator's"]
             raise QueryRefused(f"{which[0]} (a macro or view of the database) reads the host's "
