@@ -482,13 +482,12 @@ def file_access(sql: str, dialect: str | None) -> str | None:
     a replay of it counts, the source's refusal of a file read (issue 58, the twelfth
     re-probe's M7). Only a text that calls a function of the dialect that opens a file, or
     reads a quoted name, is given to the guard (a replay's unrun queries are judged by the
-    thousand); a dialect with no such function (SQLite: ``read_csv`` is no function there)
-    reads no file."""
+    thousand), comments read as the engine ends them (41a M2); a dialect with no such
+    function (SQLite: ``read_csv`` is no function there) reads no file."""
     from ..errors import QueryRefused, QuerySyntaxError, ReadRefused
     from ..sources.sqlcomments import readings
     from ..sources.sqlguard import check_read_only, reads_a_file
 
-    # (comments read as the engine ends them: ``FROM --x<CR>'/etc/passwd'``, 41a M2)
     if not (any(_QUOTED_TABLE.search(text) for text in readings(sql)) or
             any(reads_a_file(w, dialect) for w in set(_WORD.findall(sql)))):
         return None
