@@ -13,16 +13,24 @@ P3: a list literal held by a name (``WITH [1, 1, ... 5,000] AS l``) was not held
 bound that a range held by a name is: kept on each row of a five-way product it aborted a 4 GB
 server within the 3 s timeout.
 
-Over-refusals mended beside them: an ``UNWIND`` of a collected list binds its elements (one a
+P5, P6: an aggregate in an ``UNWIND``'s list (``UNWIND count(*) AS y``) or as the body of a
+list comprehension or ``reduce()`` (``RETURN [x IN [1] | count(*)]``, 30 bytes) ended the server
+by SIGSEGV; the guard sent them. No valid query has an aggregate there: refused now.
+
+Over-refusals mended beside them (L1): an ``UNWIND`` of a collected list binds its elements (one a
 row), not the whole list; a ``MATCH`` after a ``WITH`` of aggregates alone matches from one row.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pytest_queryeval.errors import QueryRefused
 from tests.cypher.test_cypher_thirtyninth import _unrehearsed
+from tests.cypher.test_cypher_twentyseventh import refused_unsent_then_honest_pass
+from tests.fixtures.bolt_server import require
 
 _BIG = ("UNWIND range(1,1000000) AS x UNWIND range(1,1000000) AS y WITH y LIMIT 4000000 "
         "WITH collect({a:y,b:y,c:y,d:y,e:y,f:y}) AS l RETURN ")
@@ -43,6 +51,15 @@ REFUSED = {
     "comprehension": (_six("[x IN l | x]"), "copied or walked"),
     "held-literal": ("WITH [" + ",".join(["1"] * 5000) + "] AS l MATCH (a),(b),(c),(d),(e) "
                      "RETURN " + ", ".join(f"l AS q{k}" for k in range(8)), "built on each row"),
+    "unwind-count": ("MATCH (n) UNWIND count(*) AS y RETURN y", "UNWIND's list"),
+    "unwind-count-alone": ("UNWIND count(*) AS y RETURN y", "UNWIND's list"),
+    "unwind-in-call": ("CALL { UNWIND count(*) AS y RETURN y } RETURN y", "UNWIND's list"),
+    "comprehension-sum": ("MATCH (n) RETURN [x IN [1] | sum(x)] AS m", "iteration"),
+    "comprehension-count": ("RETURN [x IN [1] | count(*)] AS m", "iteration"),
+    "comprehension-where": ("RETURN [x IN [1] WHERE x > 0 | sum(1)] AS m", "iteration"),
+    "map-projection": ("MATCH (n:Movie) RETURN n {.title, a: [x IN [1] | collect(n.title)]} AS m",
+                       "iteration"),
+    "reduce-count": ("MATCH (n) RETURN reduce(s = 0, x IN [1] | count(*)) AS m", "iteration"),
 }
 
 #: Honest queries beside them: sent (the first three were refused before).
@@ -58,6 +75,10 @@ SENT = [
     "WITH [1, 2, 3] AS l MATCH (m:Movie) RETURN m.title, l",
     "MATCH (m:Movie) WITH collect(m.title) AS ts RETURN [a IN ts | [b IN ts WHERE a < b | "
     "a + b]] AS s",
+    "MATCH (m:Movie) WITH collect(m) AS ms UNWIND ms AS m RETURN m.title",
+    "MATCH (n) RETURN [x IN collect(n) | x.name] AS names",
+    "MATCH (n) RETURN max(n.released) - min(n.released) AS span",
+    "UNWIND [1, 2, 3] AS x RETURN sum(x) AS s",
 ]
 
 
@@ -71,3 +92,16 @@ def test_each_form_is_refused_before_it_is_sent(name: str) -> None:
 @pytest.mark.parametrize("query", SENT)
 def test_the_honest_forms_are_sent(query: str) -> None:
     _unrehearsed(query)
+
+
+def test_the_server_lives_and_the_honest_cases_pass(pytester: pytest.Pytester,
+                                                    tmp_path: Path) -> None:
+    """End to end with ``rehearse: false``, on a server of its own: the aggregates that ended
+    it (P5, P6) refused at their text and unsent, as predictions and as golds; the honest
+    cases after them pass."""
+    require()
+    refused_unsent_then_honest_pass(
+        pytester, tmp_path, {name: REFUSED[name] for name in (
+            "unwind-count", "comprehension-count", "reduce-count")},
+        {"gold": "MATCH (m:Movie) RETURN count(m) AS c",
+         "predicted": "MATCH (n:Movie) RETURN count(n) AS c"})

@@ -138,7 +138,7 @@ def tables_of(sql: str, dialect: str | None = None, engine_read: bool = False) -
         for decoded in unicode_readings(sql):
             if decoded != sql:
                 out |= tables_of(decoded, dialect, engine_read)
-    if _STATISTICS_CALL.search(_INVISIBLE.sub("", unicode_escaped(sql) if "&" in sql else sql)):
+    if statistics_call(sql):
         from .language import EVERY_TABLE
 
         out.add(EVERY_TABLE)
@@ -260,6 +260,13 @@ _STATISTICS_CALL = re.compile(
     # fresh connection: ``currval('sec_seq')`` gave Secret's 5, the thirty-ninth's H7)
     r"|currval|lastval)"
     r"(?![\w$])", re.IGNORECASE)
+
+
+def statistics_call(sql: str) -> bool:
+    """Whether ``sql`` calls a function that gives a table's statistics (row count, size,
+    a sequence's value): a read of every table, as no text names the one it reads."""
+    return _STATISTICS_CALL.search(_INVISIBLE.sub("", unicode_escaped(sql) if "&" in sql
+                                                  else sql)) is not None
 
 
 def _tables_of(sql: str, dialect: str | None, engine_read: bool) -> set[str]:

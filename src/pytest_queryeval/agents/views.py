@@ -81,11 +81,13 @@ _CATALOGS: dict[str, str] = {
               "'\"\"') || '\"', NULL FROM sqlite_master v JOIN sqlite_master s "
               "ON s.type = 'table' AND s.name LIKE replace(replace(v.name, '_', '\\_'), '%', "
               "'\\%') || '\\_%' ESCAPE '\\' WHERE v.type = 'table' "
-              "AND v.sql LIKE 'CREATE VIRTUAL TABLE%' "
+              # (a virtual table has no b-tree of its own: found by that, not by its stored
+              # text, which ``CREATE /**/ VIRTUAL TABLE`` may start: 41a O19)
+              "AND v.rootpage = 0 "
               # and the virtual table reads what its definition names (an FTS index's
               # ``content='Employee'``: its shadow tables hold Employee's words)
               "UNION ALL SELECT 'main', name, sql, 'words' FROM sqlite_master "
-              "WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%'",
+              "WHERE type = 'table' AND rootpage = 0",
     "postgres": _pg_qualified(" UNION ALL ".join([
         # a function, operator or relation made in pg_catalog may replace what this read
         # calls there (``pg_catalog.quote_ident(name)``, a closer overload than the
@@ -178,6 +180,8 @@ _DYNAMIC = re.compile(r"(?<![\w$])execute(?![\w$])", re.IGNORECASE)
 #: Operators a query's syntax calls with no symbol written (``x IN (...)``, ``CASE x WHEN``,
 #: ``NULLIF``, ``BETWEEN``, ``ORDER BY``): one of the database's is read by any query.
 _UNWRITTEN = frozenset({"=", "<>", "<", ">", "<=", ">="})
+#: A quoted name or string of a body, in each of SQLite's quotes (a doubled quote one).
+_QUOTED = re.compile(r"""'((?:[^']|'')*)'|"((?:[^"]|"")*)"|`((?:[^`]|``)*)`|\[([^\]]*)\]""")
 #: The most rows a catalog is read for (past them the counts are not established).
 MAX_VIEWS = 100_000
 
@@ -347,15 +351,23 @@ def _body_reads(body: str, how: str | None, dialect: str | None) -> set[str]:
     from ..sources.sqlfunctions import SQL_TEXT_FUNCTIONS as DIALECT_TEXT_FUNCTIONS
     from ..sources.sqlfunctions import TABLE_READERS
     from .language import EVERY_TABLE
+    from .textjudge import statistics_call, unicode_readings
 
-    words = {w.lower() for w in re.findall(r"[A-Za-z_][\w$]*", body)}
-    # and each quoted name or string whole (an FTS index's ``content='Emp Secret'``, a
-    # PL/pgSQL ``FROM "Emp Secret"``: read as two words, the fortieth re-probe's N9)
-    quoted = {q.lower() for groups in re.findall(r"""'([^']*)'|"([^"]*)"|`([^`]*)`""", body)
-              for q in groups if q}
-    out = words | quoted if how in _WORD_BODIES else set()
     if how is not None and how not in _SQL_BODIES and how not in _WORD_BODIES:
         return {EVERY_TABLE}
+    # a body's U& names as the server reads them (``FROM U&"employe\0065"`` in PL/pgSQL,
+    # whose source is kept as written: the forty-first re-probe's O21)
+    texts = unicode_readings(body) if how in _WORD_BODIES else [body]
+    words = {w.lower() for text in texts for w in re.findall(r"[A-Za-z_][\w$]*", text)}
+    # and each quoted name or string whole (an FTS index's ``content='Emp Secret'`` or
+    # ``content=[Emp Secret]``, a PL/pgSQL ``FROM "Emp Secret"``: read as two words, the
+    # fortieth re-probe's N9; ``'Emp''s'`` as one: the forty-first's O13)
+    quoted = {q.replace(c * 2, c).lower() for text in texts
+              for m in _QUOTED.finditer(text) for c, q in zip("'\"`[", m.groups(), strict=True)
+              if q}
+    out = words | quoted if how in _WORD_BODIES else set()
+    if how in _WORD_BODIES and statistics_call(body):  # (O22: pg_stat_get_live_tuples(...))
+        out.add(EVERY_TABLE)
     runs_text = (SQL_TEXT_FUNCTIONS | TABLE_BY_NAME_FUNCTIONS
                  | DIALECT_TEXT_FUNCTIONS.get(dialect or "", frozenset())
                  | TABLE_READERS.get(dialect or "", frozenset()))

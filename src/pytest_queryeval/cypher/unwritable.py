@@ -42,6 +42,10 @@ def check_falkordb(query: str) -> None:
         if word in _PERCENTILES and i + 1 < len(code) and code[i + 1].text == "(" \
                 and not (i and code[i - 1].text == "."):
             _check_percentile(code, i)
+        if word in _AGGREGATES and i + 1 < len(code) and code[i + 1].text == "(" \
+                and not (i and code[i - 1].text == "."):
+            shape = shape or _Shape(code)
+            _check_aggregate_place(shape, i)
         miswritten = word in FALKORDB_MISWRITTEN and i + 1 < len(code) and code[i + 1].text == "("
         if not (miswritten or word in FALKORDB_UNWRITABLE) \
                 or (i and code[i - 1].text == ".") or not _called(code, i):
@@ -104,6 +108,43 @@ def _check_percentile(code: list[Token], i: int) -> None:
                            "a percentile it reads as no number from 0 to 1 (NaN ended it); "
                            "write the percentile as one number literal from 0 to 1, such as "
                            "0.5")
+
+
+#: Aggregates, which FalkorDB evaluates only where a projection groups rows.
+_AGGREGATES = frozenset({"collect", "count", "sum", "avg", "min", "max", "stdev", "stdevp",
+                         "percentilecont", "percentiledisc"})
+#: What iterates a list with a body: a comprehension's ``|`` follows its list, a ``reduce()``'s
+#: too; the quantifiers' ``WHERE``.
+_ITERATORS = frozenset({"reduce", "any", "all", "none", "single"})
+
+
+def _check_aggregate_place(shape: _Shape, i: int) -> None:
+    """Refuse an aggregate (at ``code[i]``) where Cypher takes none and FalkorDB does not
+    expect one: an ``UNWIND``'s list (``UNWIND count(*) AS y``) and the body of a list
+    comprehension or a ``reduce()`` (``RETURN [x IN [1] | count(*)]``): each ended the server
+    by SIGSEGV (4.16.3; the forty-first re-probe's P5, P6), and no valid query has one there
+    (Neo4j refuses both). An aggregate over the list itself (``[x IN collect(n) | x.name]``)
+    is before the bar, and stays."""
+    code = shape.code
+    k = shape.opening[i]
+    while k is not None:
+        opener = code[k]
+        closer = shape.closing.get(k, len(code))
+        iterates = opener.text == "[" or (opener.text == "(" and k and code[k - 1].kind == "word"
+                                          and code[k - 1].text.lower() in _ITERATORS)
+        if iterates and any(code[j].text in ("|", "WHERE", "where") or (
+                code[j].kind == "word" and code[j].text.upper() == "WHERE")
+                for j in range(k + 1, i) if shape.opening[j] == k) and i < closer:
+            raise QueryRefused(f"{code[i].text}() at {where(code[i])}: an aggregate inside a "
+                               "list's iteration (a comprehension's or reduce()'s body) is no "
+                               "valid Cypher, and a FalkorDB server stops on one; aggregate "
+                               "in a WITH first")
+        k = shape.opening[k]
+    clause = shape.clause[i]
+    if clause is not None and code[clause].text.upper() == "UNWIND":
+        raise QueryRefused(f"{code[i].text}() at {where(code[i])}: an aggregate in an UNWIND's "
+                           "list is no valid Cypher, and a FalkorDB server stops on one; "
+                           "aggregate in a WITH first")
 
 
 class _Shape:
