@@ -47,12 +47,14 @@ PG_MORE = [
     "RETURNS bigint LANGUAGE sql STABLE AS 'SELECT a'",
     "CREATE FUNCTION dflt4(a xml DEFAULT table_to_xml('employee', true, false, '')) "
     "RETURNS xml LANGUAGE sql STABLE AS 'SELECT a'",
-    "CREATE TYPE mood AS ENUM ('a', 'b')",
-    "CREATE FUNCTION emp_eq(mood, mood) RETURNS boolean LANGUAGE plpgsql STABLE "
-    "AS $$BEGIN RETURN (SELECT count(*) FROM employee) > 1; END$$",
-    "CREATE OPERATOR public.= (leftarg = mood, rightarg = mood, function = emp_eq)",
     'CREATE FUNCTION "e""c"() RETURNS bigint LANGUAGE plpgsql STABLE '
     "AS $$BEGIN RETURN (SELECT count(*) FROM employee); END$$",
+    "CREATE FUNCTION ucnt() RETURNS bigint LANGUAGE plpgsql STABLE "
+    "AS $$BEGIN RETURN (SELECT count(*) FROM U&\"employe\\0065\"); END$$",
+    "CREATE FUNCTION scnt() RETURNS bigint LANGUAGE plpgsql STABLE "
+    "AS $$BEGIN RETURN pg_stat_get_live_tuples(('emp' || 'loyee')::regclass); END$$",
+    "CREATE DOMAIN staffed AS bigint CHECK (VALUE < emp_count_pl() + 100)",
+    "CREATE FUNCTION dom() RETURNS staffed LANGUAGE sql STABLE AS 'SELECT 1::bigint'",
 ]
 #: (forbidden, each hidden read): counted 1 replayed, unrun and as the final query.
 PG_FORMS = [
@@ -64,12 +66,13 @@ PG_FORMS = [
     ("employee", "SELECT dflt() AS n"),
     ("employee", "SELECT dflt3() AS n"),
     ("employee", "SELECT dflt4() AS x"),
-    ("employee", "SELECT 'a'::mood IN ('b'::mood) AS x"),
-    ("employee", "SELECT CASE 'a'::mood WHEN 'b'::mood THEN 1 ELSE 0 END AS x"),
     ("employee", 'SELECT "e""c"() AS n'),
     ("v_emp", "SELECT * FROM U&\"v!0032\" --x\rUESCAPE '!' LIMIT 2"),
     ("employee", "SELECT U&\"emp!005fcount!005fpl\" --x\rUESCAPE '!' () AS n"),
     ("employee", "SELECT emp_count_pl/* /* */ x */() AS n"),
+    ("employee", "SELECT ucnt() AS n"),  # O21: a U& name in a PL/pgSQL body
+    ("employee", "SELECT scnt() AS n"),  # O22: a statistics call in a PL/pgSQL body
+    ("employee", "SELECT dom() AS n"),  # O15: the result's domain checks a read
 ]
 
 
@@ -98,9 +101,34 @@ def test_a_postgresql_read_however_hidden_counts(catalog: Any, forbidden: str, s
 @pytest.mark.parametrize("sql", ["SELECT count(*) FROM genre", "SELECT 1 AS x WHERE 2 IN (1, 2)",
                                  "SELECT max(genre_id) FROM genre"])
 def test_an_honest_postgresql_read_counts_nothing(catalog: Any, sql: str) -> None:
-    """The database's ``=`` over ``mood`` counts for any query (the syntax may call it with
-    no symbol written), so the honest reads here are judged with another table forbidden."""
-    assert _counts(catalog, "genre2", sql) == (0.0, 0.0, 0.0)
+    assert _counts(catalog, "employee", sql) == (0.0, 0.0, 0.0)
+
+
+@pytest.mark.postgres
+def test_an_operator_the_syntax_calls_unwritten_counts(postgres_server: Any) -> None:
+    """O18: ``x IN (...)`` and ``CASE x WHEN`` call ``=`` with no symbol written, and the
+    database's ``=`` over ``mood`` read employee (its RAISE put every last name in the
+    error) with 0. Such an operator counts for any query now."""
+    pytest.importorskip("sqlalchemy")
+    from pytest_queryeval.sources.sqlalchemy import SqlAlchemySource
+
+    database = "q41_operator"
+    postgres_server.superuser_execute(f"DROP DATABASE IF EXISTS {database}",
+                                      f"CREATE DATABASE {database}")
+    postgres_server.superuser_execute(
+        *PG_SETUP[:4], "CREATE TYPE mood AS ENUM ('a', 'b')",
+        "CREATE FUNCTION emp_eq(mood, mood) RETURNS boolean LANGUAGE plpgsql STABLE "
+        "AS $$BEGIN RETURN (SELECT count(*) FROM employee) > 1; END$$",
+        "CREATE OPERATOR public.= (leftarg = mood, rightarg = mood, function = emp_eq)",
+        f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {postgres_server.readonly_user}",
+        database=database)
+    source = SqlAlchemySource("pg", postgres_server.readonly_url(database), isolation="thread")
+    try:
+        for sql in ["SELECT 'a'::mood IN ('b'::mood) AS x",
+                    "SELECT CASE 'a'::mood WHEN 'b'::mood THEN 1 ELSE 0 END AS x"]:
+            assert _counts(source, "employee", sql) == (1.0, 1.0, 1.0), sql
+    finally:
+        source.close()
 
 
 @pytest.mark.postgres
@@ -111,8 +139,7 @@ def test_an_honest_postgresql_read_counts_nothing(catalog: Any, sql: str) -> Non
     ("employee", "SELECT U&\"emp!005fcount!005fpl\" --x\rUESCAPE '!' () AS n"),
 ])
 def test_enforce_on_postgresql_refuses_them(catalog: Any, protected: str, sql: str) -> None:
-    """O4, O12, O16: the plan's guard takes the same catalog. (No honest read passes on
-    this database: its ``=`` over ``mood`` reads employee, and any query may call it.)"""
+    """O4, O12, O16: the plan's guard takes the same catalog."""
     from pytest_queryeval.agents.canaries import Target
     from pytest_queryeval.agents.enforce import PlanGuard
     from pytest_queryeval.agents.ledger import ProtectedRead
@@ -120,6 +147,7 @@ def test_enforce_on_postgresql_refuses_them(catalog: Any, protected: str, sql: s
     guard = PlanGuard(catalog, [Target(protected)])
     with pytest.raises(ProtectedRead):
         guard.check(sql)
+    guard.check("SELECT count(*) FROM genre")
 
 
 @pytest.mark.postgres
@@ -276,3 +304,71 @@ def test_a_quoted_table_after_any_comment_is_file_access() -> None:
     for sql in ["SELECT * FROM --x\r'/etc/passwd'", "SELECT * FROM /* * */'/etc/passwd'",
                 "SELECT * FROM --" + "x" * 300 + "\n'/etc/passwd'"]:
         assert file_access(sql, "duckdb") is not None, sql
+
+
+def test_a_sqlite_virtual_table_however_stored_counts(tmp_path: Path) -> None:
+    """O13: an FTS index whose ``content=`` names its table in brackets or with a doubled
+    quote; O19: one whose stored text is ``CREATE /**/ VIRTUAL TABLE`` (written with
+    ``PRAGMA writable_schema``; SQLite loads it): each gave the table's rows with 0, and
+    was served under ``enforce``."""
+    import sqlite3
+
+    from pytest_queryeval.agents.canaries import Target
+    from pytest_queryeval.agents.enforce import Guard
+    from pytest_queryeval.agents.ledger import ProtectedRead
+    from pytest_queryeval.sources.sqlite import SqliteSource
+    from tests.agents.test_counts_thirtyninth import _sqlite_with
+
+    path = _sqlite_with(
+        tmp_path, 'CREATE TABLE "Emp Secret" (id INTEGER PRIMARY KEY, secret TEXT)',
+        """INSERT INTO "Emp Secret" VALUES (1, 'hunter2 alpha')""",
+        "CREATE VIRTUAL TABLE fb USING fts5(secret, content=[Emp Secret], content_rowid='id')",
+        "INSERT INTO fb(fb) VALUES ('rebuild')",
+        """CREATE TABLE "Emp's" (id INTEGER PRIMARY KEY, secret TEXT)""",
+        """INSERT INTO "Emp's" VALUES (1, 'tiger3')""",
+        "CREATE VIRTUAL TABLE fq USING fts5(secret, content='Emp''s', content_rowid='id')",
+        "INSERT INTO fq(fq) VALUES ('rebuild')",
+        "CREATE VIRTUAL TABLE emp_fts USING fts5(LastName, content='Employee', "
+        "content_rowid='EmployeeId')",
+        "INSERT INTO emp_fts(emp_fts) VALUES ('rebuild')")
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA writable_schema = ON")
+    conn.execute("UPDATE sqlite_master SET sql = replace(sql, 'CREATE VIRTUAL TABLE', "
+                 "'CREATE /**/ VIRTUAL TABLE') WHERE name = 'emp_fts'")
+    conn.commit()
+    conn.close()
+    source = SqliteSource("c", path)
+    try:
+        assert source.execute("SELECT LastName FROM emp_fts WHERE emp_fts MATCH 'Adams'"
+                              ).rows == [("Adams",)]
+        for forbidden, sql in [("Emp Secret", "SELECT * FROM fb WHERE fb MATCH 'hunter2'"),
+                               ("Emp Secret", "SELECT block FROM fb_data"),
+                               ("Emp's", "SELECT * FROM fq"),
+                               ("Employee", "SELECT * FROM emp_fts LIMIT 3"),
+                               ("Employee", "SELECT block FROM emp_fts_data")]:
+            assert _counts(source, forbidden, sql) == (1.0, 1.0, 1.0), sql
+        assert _counts(source, "Employee", "SELECT count(*) FROM Genre") == (0.0, 0.0, 0.0)
+        guard = Guard(path, "sqlite", [Target("Employee")], source)
+        with pytest.raises(ProtectedRead):
+            guard.check("SELECT * FROM emp_fts LIMIT 3")
+        guard.check("SELECT count(*) FROM Genre")
+    finally:
+        source.close()
+
+
+def test_a_cut_catalog_refuses_the_macros_past_the_cut(tmp_path: Path) -> None:
+    """O20: with the database's macros past the datasource's ``max_bytes``, the path check
+    took what was read, and a path macro past the cut gave the plugin's temp directory."""
+    from pytest_queryeval.errors import QueryRefused
+    from pytest_queryeval.sources.duckdb import DuckdbSource
+
+    padding = [f"CREATE MACRO pad{n}() AS '{'x' * 1000}'" for n in range(150)]
+    path = tracks_with(tmp_path, *padding,
+                       "CREATE MACRO td() AS replace(current_setting('temp_directory'), '/', '|')")
+    source = DuckdbSource("t", path, max_bytes=100_000)
+    try:
+        assert not source.catalog().whole
+        with pytest.raises(QueryRefused, match="max_bytes"):
+            source.execute("SELECT td() AS p")
+    finally:
+        source.close()

@@ -142,6 +142,11 @@ _CATALOGS: dict[str, str] = {
         f"SELECT n.nspname::text, p.proname::text, 'SELECT ' || pg_get_expr(p.proargdefaults, "
         f"0), 'sql' FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
         f"WHERE p.proargdefaults IS NOT NULL AND {_own('p.oid')}",
+        # and the CHECK of a domain it returns or takes (41a O15)
+        f"SELECT n.nspname::text, p.proname::text, 'SELECT ' || pg_get_constraintdef(c.oid), "
+        f"'sql' FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+        f"JOIN pg_constraint c ON (c.contypid = p.prorettype OR c.contypid = "
+        f"ANY (p.proargtypes::pg_catalog.oid[])) WHERE c.contype = 'c' AND {_own('p.oid')}",
         f"SELECT n.nspname::text, p.proname::text, 'SELECT ' || (SELECT string_agg("
         f"quote_ident(f.proname) || '()', ', ') FROM pg_proc f WHERE f.oid IN ("
         f"a.aggtransfn, a.aggfinalfn, a.aggcombinefn, a.aggmtransfn, a.aggminvtransfn, "
