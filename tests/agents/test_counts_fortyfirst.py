@@ -372,3 +372,48 @@ def test_a_cut_catalog_refuses_the_macros_past_the_cut(tmp_path: Path) -> None:
             source.execute("SELECT td() AS p")
     finally:
         source.close()
+
+
+@pytest.mark.postgres
+def test_a_stable_routine_over_a_volatile_call_is_refused(postgres_server: Any) -> None:
+    """O7, M3: a routine of the database declared ``STABLE`` over ``pg_read_file`` (a
+    definer's: it read the host's files into the report) or ``pg_advisory_lock`` was called
+    unrefused, with write_attempts 0, where a direct call is refused and counted."""
+    pytest.importorskip("sqlalchemy")
+    from pytest_queryeval.agents.ledger import Ledger
+    from pytest_queryeval.errors import QueryRefused
+    from pytest_queryeval.sources.sqlalchemy import SqlAlchemySource
+
+    database = "q41_volatile"
+    postgres_server.superuser_execute(f"DROP DATABASE IF EXISTS {database}",
+                                      f"CREATE DATABASE {database}")
+    postgres_server.superuser_execute(
+        *PG_SETUP[:6],
+        "CREATE FUNCTION rf(text) RETURNS text LANGUAGE plpgsql STABLE SECURITY DEFINER "
+        "AS 'BEGIN RETURN pg_read_file($1); END'",
+        "CREATE FUNCTION lockit() RETURNS int LANGUAGE plpgsql STABLE "
+        "AS $$BEGIN PERFORM pg_advisory_lock(4242); RETURN 1; END$$",
+        "CREATE FUNCTION outer_rf() RETURNS text LANGUAGE sql STABLE AS $$SELECT rf('x')$$",
+        "CREATE FUNCTION my_read(text) RETURNS text LANGUAGE internal STABLE STRICT "
+        "AS 'pg_read_file_all'",
+        f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {postgres_server.readonly_user}",
+        database=database)
+    source = SqlAlchemySource("pg", postgres_server.readonly_url(database), isolation="thread")
+    try:
+        for sql in ["SELECT rf('/etc/hostname') AS h", "SELECT lockit() AS n",
+                    "SELECT outer_rf() AS h", "SELECT my_read('/etc/hostname') AS h"]:
+            with pytest.raises(QueryRefused, match="STABLE or IMMUTABLE"):
+                source.execute(sql)
+            for path in ("replayed", "unrun", "final"):
+                ledger = Ledger.for_tables(["genre"])
+                if path == "replayed":
+                    with pytest.raises(QueryRefused):
+                        ledger.run_query(source, sql, max_rows=5)
+                elif path == "unrun":
+                    ledger.count_unrun(sql, "postgres", why="replay: false", source=source)
+                else:
+                    ledger.final_query(source, sql, False)
+                assert ledger.metrics()["write_attempts"] == 1.0, (sql, path)
+        assert source.execute("SELECT emp_count_pl() AS n").rows == [(2,)]
+    finally:
+        source.close()

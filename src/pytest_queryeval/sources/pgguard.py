@@ -67,6 +67,63 @@ VOLATILE_ALLOWED = frozenset({
     "pg_total_relation_size", "pg_indexes_size", "pg_database_size",
 })
 
+#: The database's own routines (outside the system schemas, or made there after ``initdb``):
+#: name, volatility, language and what runs when one is called (its body, and the
+#: ``DEFAULT`` of its parameters). Every catalog name and operator qualified: a database may
+#: put ``public`` first on its ``search_path``.
+ROUTINES_SQL = """
+SELECT p.proname::pg_catalog.text, p.provolatile::pg_catalog.text, l.lanname::pg_catalog.text,
+       pg_catalog.concat_ws(' ', CASE WHEN p.prosqlbody IS NULL THEN p.prosrc
+                                 ELSE pg_catalog.pg_get_functiondef(p.oid) END,
+                            pg_catalog.pg_get_expr(p.proargdefaults, 0))
+FROM pg_catalog.pg_proc p
+JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+JOIN pg_catalog.pg_language l ON l.oid OPERATOR(pg_catalog.=) p.prolang
+WHERE p.prokind OPERATOR(pg_catalog.<>) 'a'
+  AND (n.nspname::pg_catalog.text OPERATOR(pg_catalog.<>) ALL
+         (ARRAY['pg_catalog', 'information_schema']::pg_catalog.text[])
+       OR p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid)
+"""
+#: The builtins that are volatile, by name and by their C symbol (what a ``LANGUAGE internal``
+#: routine's body names): what a routine of the database may not call unseen.
+VOLATILE_BUILTINS_SQL = """
+SELECT DISTINCT pg_catalog.unnest(ARRAY[p.proname::pg_catalog.text, p.prosrc])
+FROM pg_catalog.pg_proc p
+WHERE p.provolatile OPERATOR(pg_catalog.=) 'v'
+  AND p.pronamespace OPERATOR(pg_catalog.=) 11::pg_catalog.oid
+  AND p.oid OPERATOR(pg_catalog.<) 16384::pg_catalog.oid
+"""
+_BODY_WORD = re.compile(r"[A-Za-z_][\w$]*")
+
+
+def hidden_volatile(routines: Iterable[tuple[str, str, str, str]],
+                    volatile: Iterable[str]) -> dict[str, str]:
+    """The database's routines declared ``STABLE`` or ``IMMUTABLE`` (a volatile one is
+    refused by its own declaration) that call a volatile builtin outside
+    :data:`VOLATILE_ALLOWED`, directly or through another such routine, by name, with the
+    builtin: ``rf(text)``, a STABLE definer routine over ``pg_read_file``, gave the host's
+    files, and ``lockit()`` took an advisory lock (the forty-first re-probe's O7, M3). A body
+    that builds its statement at run time (``EXECUTE``), is in a language no reading here
+    follows, or holds a Unicode-escaped name is such a routine too (``?``). A ``LANGUAGE
+    internal`` routine's body is the builtin's name (``my_read`` for ``pg_read_file``)."""
+    bad = {v.lower() for v in volatile} - VOLATILE_ALLOWED
+    found: dict[str, str] = {}
+    rows = [(str(n).lower(), str(v), str(lang), str(body or "")) for n, v, lang, body in routines]
+    for name, volatility, lang, body in rows:
+        unread = lang not in ("sql", "plpgsql", "internal") or "u&" in body.lower() or (
+            lang == "plpgsql" and re.search(r"(?i)(?<![\w$])execute(?![\w$])", body))
+        if volatility != "v" and lang != "c" and unread:
+            found[name] = "?"
+    while True:  # through the routines that call such a one
+        more = {name: (words & (bad | set(found))).pop()
+                for name, volatility, lang, body in rows
+                if name not in found and volatility != "v" and lang != "c"
+                and (words := {w.lower() for w in _BODY_WORD.findall(body)}) & (bad | set(found))}
+        if not more:
+            return found
+        found.update(more)
+
+
 #: Node types that change data or take row locks, anywhere in the tree.
 _WRITE_NODES = {"InsertStmt": "INSERT", "UpdateStmt": "UPDATE", "DeleteStmt": "DELETE",
                 "MergeStmt": "MERGE"}

@@ -190,6 +190,9 @@ class SqlAlchemySource(SourceDefaults):
         self._role_problem: str | None = None
         #: pg_proc's volatile overloads per function name, as the server answered.
         self._volatile: dict[str, tuple[tuple[str, str], ...]] = {}
+        #: The database's STABLE or IMMUTABLE routines that call a volatile builtin (or run
+        #: what cannot be read), by name, with what they call (:func:`pgguard.hidden_volatile`).
+        self._hidden: dict[str, str] | None = None
         #: The session-start capability report was given (once per source).
         self._reported = False
         raw = [m["pw"] for m in (*_URL_PASSWORD.finditer(url), *_QUERY_PASSWORD.finditer(url))]
@@ -579,7 +582,12 @@ class SqlAlchemySource(SourceDefaults):
         (:func:`pgguard.volatile_refusal`), as the server's ``pg_proc`` says (cached)."""
         from sqlalchemy import text
 
-        from .pgguard import volatile_refusal
+        from .pgguard import (
+            ROUTINES_SQL,
+            VOLATILE_BUILTINS_SQL,
+            hidden_volatile,
+            volatile_refusal,
+        )
 
         names = sorted({fn.rpartition(".")[2] for fn in called})
         unknown = [n for n in names if n not in self._volatile]
@@ -592,6 +600,18 @@ class SqlAlchemySource(SourceDefaults):
         problem = volatile_refusal(called, [v for n in names for v in self._volatile[n]])
         if problem:
             raise QueryRefused(problem)
+        if self._hidden is None:  # the database's routines that call one unseen (41a O7, M3)
+            self._hidden = hidden_volatile(conn.execute(text(ROUTINES_SQL)).all(),
+                                           conn.execute(text(VOLATILE_BUILTINS_SQL)).scalars())
+        for name in names:
+            if (calls := self._hidden.get(name.lower())) is not None:
+                raise QueryRefused(
+                    f"function {name}() of the database is declared STABLE or IMMUTABLE but "
+                    + ("runs what no reading here follows (a statement built at run time, "
+                       "another language, a Unicode-escaped name)" if calls == "?" else
+                       f"calls {calls}(), which is volatile")
+                    + ": it may change state, or read the server's files, past the "
+                      "rolled-back read-only transaction")
 
     def _capabilities(self) -> list[str] | None:
         """What the role can still do that a read-only role should not (dblink, server
