@@ -499,7 +499,9 @@ def test_strings_comments_and_escapes(query, error):
      "query's steps, 128 copies of one value"),
     ("WITH 'aaaaaaaaaaaaaaaa' AS s "
      + "MATCH (n:Movie) WITH string.join(collect(s), '') AS s " * 14 + "RETURN size(s)",
-     "s (a list the query made) at line 1, column 125 is built on each row"),
+     # (a MATCH after a WITH of aggregates alone matches from one row since the forty-first
+     # re-probe: refused one step later)
+     "s (a list the query made) at line 1, column 179 is built on each row"),
     ("WITH '" + "a" * 100 + "' AS s " + "WITH toJSON(split(s, '')) AS s " * 10
      + "RETURN size(s)", "tojson() at line 1, column"),
     ("RETURN size(string.join([x IN range(1, 1000) | 'a'], n.sep))",

@@ -338,7 +338,7 @@ def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
         held = sum(sources.get(k, 0) for k in range(start, i))
         if keyword == "UNWIND":  # one element a row: a collected list's are scalars
             held = _element(code, sources, elements, start, i)
-        (ranged.add if held and _ranged(code, ranges, ranged_uses, start, i)
+        (ranged.add if held and _ranged(code, ranges, ranged_uses, start, i, sources)
          else ranged.discard)(code[i + 1].text.strip("`"))
         names[code[i + 1].text.strip("`")] = held
         elements[code[i + 1].text.strip("`")] = _element(code, sources, elements, start, i)
@@ -705,7 +705,8 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
             raise QueryRefused(f"{what} at {where(code[i])} brings the values the query's "
                                f"ranges build and walk past {MAX_RANGE_WORK:,}: the server "
                                "evaluates an expression without checking its timeout")
-        if _heavy_walk(code, i, scopes, ranges, work != sources[i]):
+        if i not in steady and _heavy_walk(code, i, scopes, ranges):  # (a reduce()'s
+            # accumulator's copies are bounded by :func:`_check_reduce`)
             work *= HEAVY_WALK
             total += work - work // HEAVY_WALK
             if total > MAX_RANGE_WORK:
@@ -734,15 +735,15 @@ _HEAVY = frozenset({"tojson", "sort", "sortnodes", "sortmaps", "sortmulti", "rev
 
 
 def _heavy_walk(code: Sequence[Token], i: int, scopes: list[tuple[int, ...]],
-                ranges: dict[int, tuple[int, int]], repeated: bool) -> bool:
+                ranges: dict[int, tuple[int, int]]) -> bool:
     """Whether the list at ``code[i]`` (a name's or a list's) is walked by a call of
     :data:`_HEAVY` (``toJSON(l)``, ``list.sort(l)``, ``apoc.convert.toJson(l)``), at any
     depth of its argument (``toJSON([l])``), or, a name's list, copied or walked anyhow:
-    every use of a named list but one measured (``size(l)``), tested (``x IN l``,
-    ``any(x IN l ...)``), unwound row by row or projected as it is. Calls were read by name alone, and a
-    collected list of 4,000,000 maps copied six times by ``l[1..]``, ``l + []``, ``[l][0]``
-    or ``[x IN l | x]`` held the server 15 to 47 s past a 3 s timeout (the forty-first
-    re-probe's P1, P2)."""
+    every use of a named list but one measured (``size(l)``), indexed (``l[0]``), iterated
+    or tested (``x IN l``: its body is weighed), unwound row by row or projected as it is.
+    Calls were read by name alone, and a collected list of 4,000,000 maps copied six times
+    by ``l[1..]``, ``l + []`` or ``[l][0]`` held the server 15 to 34 s past a 3 s timeout
+    (the forty-first re-probe's P1, P2)."""
     if any(b >= 1 and code[b].text == "(" and code[b - 1].kind == "word"
            and code[b - 1].text.lower() in _HEAVY for b in scopes[i]):
         return True
@@ -758,13 +759,26 @@ def _heavy_walk(code: Sequence[Token], i: int, scopes: list[tuple[int, ...]],
         return False  # row by row: the server checks its timeout between rows
     if before in ("RETURN", "WITH", "DISTINCT", ",") and after.upper() in ("AS", ",", ""):
         return False  # projected as it is: kept with each row (:func:`_check_per_row`)
-    if before == "IN":
-        opener = code[i - 3].text if i >= 3 and code[i - 2].kind in ("word", "quoted") else ""
-        if opener == "[":  # [x IN l | ...] copies what it keeps; inside another walk (a
-            return not repeated  # self-join) its body is weighed (:func:`_check_bodies`)
-        if opener == "(" and i >= 4:
-            return code[i - 4].text.lower() not in _TESTS
-        return False  # x IN l: a membership test
+    if before == "IN":  # iterated (a comprehension's, a reduce()'s: its body is weighed,
+        return False  # :func:`_check_bodies`) or tested (x IN l, any(x IN l ...))
+    if after == "[":  # an element (l[0]) is read in place; a slice (l[1..]) copies
+        return _slice(code, i + 1)
+    return True
+
+
+def _slice(code: Sequence[Token], at: int) -> bool:
+    """Whether the bracket at ``code[at]`` (after a list) holds a ``..`` of its own level."""
+    depth = 0
+    for k in range(at, len(code)):
+        tok = code[k]
+        if tok.kind == "punct" and tok.text in _OPEN:
+            depth += 1
+        elif tok.kind == "punct" and tok.text in _CLOSE:
+            depth -= 1
+            if depth == 0:
+                return False
+        elif depth == 1 and tok.text == "." and k + 1 < len(code) and code[k + 1].text == ".":
+            return True
     return True
 
 
@@ -780,14 +794,15 @@ def _star(code: Sequence[Token], i: int) -> bool:
 
 
 def _ranged(code: Sequence[Token], ranges: dict[int, tuple[int, int]], uses: set[int],
-            start: int, end: int) -> bool:
+            start: int, end: int, sources: dict[int, int]) -> bool:
     """Whether ``code[start:end]`` (what an ``AS`` names) holds a list a range built, a name
     bound to one (``WITH r AS s``, ``m.x``, ``UNWIND l AS r``: the fortieth re-probe's N2),
     or an aggregate's (``collect(x)``, ``max(range(...))``: N4), or a list literal (``WITH
     [1, 1, ...] AS l``, 5,000 values kept on each of a product's rows: the forty-first
     re-probe's P3), kept with each row of what comes after it (:func:`_rows` counts an
     aggregating ``WITH`` as one row)."""
-    return any(k in ranges or k in uses or code[k].text == "[" or (
+    return any(k in ranges or k in uses or (
+        code[k].text == "[" and k in sources and not _pattern_comprehension(code, k)) or (
         code[k].kind == "word" and code[k].text.lower() in _AGGREGATES)
         for k in range(start, end))
 
