@@ -417,3 +417,39 @@ def test_a_stable_routine_over_a_volatile_call_is_refused(postgres_server: Any) 
         assert source.execute("SELECT emp_count_pl() AS n").rows == [(2,)]
     finally:
         source.close()
+
+
+@pytest.mark.postgres
+def test_a_foreign_table_over_the_servers_files_is_refused(postgres_server: Any) -> None:
+    """O7's sibling: a ``file_fdw`` table of the database over ``/etc/hostname`` (and a view of
+    it) put the host's file in the report with write_attempts 0."""
+    pytest.importorskip("sqlalchemy")
+    from pytest_queryeval.agents.ledger import Ledger
+    from pytest_queryeval.errors import QueryRefused
+    from pytest_queryeval.sources.sqlalchemy import SqlAlchemySource
+
+    database = "q41_file_fdw"
+    postgres_server.superuser_execute(f"DROP DATABASE IF EXISTS {database}",
+                                      f"CREATE DATABASE {database}")
+    postgres_server.superuser_execute(
+        *PG_SETUP[:4], "CREATE EXTENSION file_fdw",
+        "CREATE SERVER hostfs FOREIGN DATA WRAPPER file_fdw",
+        "CREATE FOREIGN TABLE hostname_ft (line text) SERVER hostfs "
+        "OPTIONS (filename '/etc/hostname')",
+        "CREATE VIEW host_v AS SELECT * FROM hostname_ft",
+        "CREATE FUNCTION host_line() RETURNS text LANGUAGE sql STABLE SECURITY DEFINER "
+        "AS 'SELECT line FROM hostname_ft LIMIT 1'",
+        f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {postgres_server.readonly_user}",
+        database=database)
+    source = SqlAlchemySource("pg", postgres_server.readonly_url(database), isolation="thread")
+    try:
+        for sql in ["SELECT * FROM hostname_ft", 'SELECT * FROM "hostname_ft"',
+                    "SELECT * FROM host_v", "SELECT host_line() AS h"]:
+            with pytest.raises(QueryRefused):
+                source.execute(sql)
+            ledger = Ledger.for_tables(["genre"])
+            ledger.final_query(source, sql, False)
+            assert ledger.metrics()["write_attempts"] == 1.0, sql
+        assert source.execute("SELECT count(*) FROM genre").rows == [(1,)]
+    finally:
+        source.close()

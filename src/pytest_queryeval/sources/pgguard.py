@@ -94,6 +94,34 @@ WHERE p.provolatile OPERATOR(pg_catalog.=) 'v'
   AND p.oid OPERATOR(pg_catalog.<) 16384::pg_catalog.oid
 """
 _BODY_WORD = re.compile(r"[A-Za-z_][\w$]*")
+#: The foreign tables whose wrapper is not postgres_fdw (``file_fdw`` reads a file of the
+#: server's host: 41a O7), each as ``(name, '')``, and each view's or materialized view's
+#: relations, as ``(view, relation)``: what reads such a table through a view.
+FILE_TABLES_SQL = """
+SELECT c.relname::pg_catalog.text, ''::pg_catalog.text FROM pg_catalog.pg_foreign_table ft
+JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) ft.ftrelid
+JOIN pg_catalog.pg_foreign_server s ON s.oid OPERATOR(pg_catalog.=) ft.ftserver
+JOIN pg_catalog.pg_foreign_data_wrapper w ON w.oid OPERATOR(pg_catalog.=) s.srvfdw
+WHERE w.fdwname::pg_catalog.text OPERATOR(pg_catalog.<>) 'postgres_fdw'
+UNION ALL
+SELECT DISTINCT v.relname::pg_catalog.text, ref.relname::pg_catalog.text
+FROM pg_catalog.pg_depend d
+JOIN pg_catalog.pg_rewrite r ON r.oid OPERATOR(pg_catalog.=) d.objid
+JOIN pg_catalog.pg_class v ON v.oid OPERATOR(pg_catalog.=) r.ev_class
+JOIN pg_catalog.pg_class ref ON ref.oid OPERATOR(pg_catalog.=) d.refobjid
+WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
+  AND v.oid OPERATOR(pg_catalog.<>) ref.oid
+"""
+
+
+def file_relations(rows: Iterable[tuple[str, str]]) -> frozenset[str]:
+    """The foreign tables of :data:`FILE_TABLES_SQL`'s rows, and the views over them (through
+    other views too), lower-cased: relations whose rows are a file of the server's host."""
+    rows = [(str(a).lower(), str(b).lower()) for a, b in rows]
+    found = {a for a, b in rows if not b}
+    while more := {a for a, b in rows if b in found and a not in found}:
+        found |= more
+    return frozenset(found)
 
 
 def hidden_volatile(routines: Iterable[tuple[str, str, str, str]],

@@ -193,6 +193,8 @@ class SqlAlchemySource(SourceDefaults):
         #: The database's STABLE or IMMUTABLE routines that call a volatile builtin (or run
         #: what cannot be read), by name, with what they call (:func:`pgguard.hidden_volatile`).
         self._hidden: dict[str, str] | None = None
+        #: The foreign tables over the server's files, and the views of them (lower-cased).
+        self._file_tables: frozenset[str] | None = None
         #: The session-start capability report was given (once per source).
         self._reported = False
         raw = [m["pw"] for m in (*_URL_PASSWORD.finditer(url), *_QUERY_PASSWORD.finditer(url))]
@@ -318,11 +320,11 @@ class SqlAlchemySource(SourceDefaults):
         if self.backend != "postgresql":
             return None
         called = check_read_only(query, self.dialect)
-        if not called:
-            return None
         conn = self._checked_connection()
         try:
-            self._vet_functions(conn, called)
+            self._vet_relations(conn, query)
+            if called:
+                self._vet_functions(conn, called)
         except QueryRefused as exc:
             return exc.reason()
         finally:
@@ -437,6 +439,8 @@ class SqlAlchemySource(SourceDefaults):
         authorized = None
         try:
             server_side = self._begin(conn, timeout)
+            if called is not None and conn.dialect.name == "postgresql":
+                self._vet_relations(conn, query)
             if called:
                 self._vet_functions(conn, called)
             if called is not None and conn.dialect.name == "sqlite":
@@ -577,6 +581,27 @@ class SqlAlchemySource(SourceDefaults):
         except Exception:
             return None
 
+    def _vet_relations(self, conn: Connection, query: str) -> None:
+        """Refuse a predicted query that names a foreign table over the server's files (a
+        ``file_fdw`` table of the database, or a view over one: ``SELECT * FROM
+        hostname_ft`` put the host's ``/etc/hostname`` in the report, the forty-first
+        re-probe's O7), read once a source; the routines that read one are refused as
+        :meth:`_vet_functions` refuses a hidden volatile call."""
+        from sqlalchemy import text
+
+        from .pgguard import FILE_TABLES_SQL, file_relations
+        from .sqlcomments import dequoted, readings
+
+        if self._file_tables is None:
+            self._file_tables = file_relations(conn.execute(text(FILE_TABLES_SQL)).all())
+        if not self._file_tables:
+            return
+        words = {w for reading in readings(query.lower())
+                 for w in re.findall(r"[\w$]+", dequoted(reading))}
+        if hit := sorted(words & self._file_tables):
+            raise QueryRefused(f"{hit[0]} is a foreign table over the server's files (or a "
+                               "view of one): file access, refused")
+
     def _vet_functions(self, conn: Connection, called: tuple[str, ...]) -> None:
         """Refuse a predicted query that calls a volatile function outside the allow-list
         (:func:`pgguard.volatile_refusal`), as the server's ``pg_proc`` says (cached)."""
@@ -601,8 +626,10 @@ class SqlAlchemySource(SourceDefaults):
         if problem:
             raise QueryRefused(problem)
         if self._hidden is None:  # the database's routines that call one unseen (41a O7, M3)
-            self._hidden = hidden_volatile(conn.execute(text(ROUTINES_SQL)).all(),
-                                           conn.execute(text(VOLATILE_BUILTINS_SQL)).scalars())
+            if self._file_tables is None:
+                self._vet_relations(conn, "")
+            self._hidden = hidden_volatile(conn.execute(text(ROUTINES_SQL)).all(), [
+                *conn.execute(text(VOLATILE_BUILTINS_SQL)).scalars(), *(self._file_tables or ())])
         for name in names:
             if (calls := self._hidden.get(name.lower())) is not None:
                 raise QueryRefused(
