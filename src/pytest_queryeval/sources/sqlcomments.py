@@ -58,13 +58,16 @@ def uncommented(low: str, nested: bool, strings: bool = False) -> str:
 
 
 def readings(sql: str) -> list[str]:
-    """``sql`` with each comment a blank in each way an engine may read it (nested or not;
-    a comment mark in a string literal the string's, or not: a backslash-escaped quote,
-    ``E'\\''``, ends a string elsewhere than the scan does), each once."""
+    """``sql`` as written, and with each comment a blank in each way an engine may read it
+    (nested or not; a comment mark in a string literal the string's, or not), each once. The
+    text as written is one of them: a string this scan does not know (a ``$a$...$a$`` dollar
+    quote, a backslash-escaped quote in ``E'\\''``) holding ``--`` made every other reading
+    drop the rest of its line, a macro call after it included (the forty-second re-probe's
+    Q3 to Q5)."""
     if "--" not in sql and "/*" not in sql:
         return [sql]
-    return list(dict.fromkeys(uncommented(sql, nested, strings)
-                              for strings in (True, False) for nested in (True, False)))
+    return list(dict.fromkeys([sql, *(uncommented(sql, nested, strings)
+                                      for strings in (True, False) for nested in (True, False))]))
 
 
 _QUOTED_NAME = re.compile(r'"((?:[^"]|"")*)"|`((?:[^`]|``)*)`|\[([^\]]*)\]')
