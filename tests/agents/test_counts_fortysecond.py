@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.agents.test_counts_thirtysixth import MACROS, _counts, tracks_with
 from tests.agents.test_counts_thirtyninth import PG_SETUP
+from tests.agents.test_counts_thirtysixth import MACROS, _counts, tracks_with
 
 STRINGS = ["SELECT $a$--$a$ AS s, {call} AS n", "SELECT E'\\'--' AS s, {call} AS n"]
 STATISTICS = "CREATE MACRO ss() AS (SELECT estimated_size FROM duckdb_tables() " \
