@@ -104,3 +104,26 @@ def test_a_stable_routine_over_a_volatile_routine_is_refused(postgres_server: An
         assert source.execute("SELECT emp_count_pl() AS n").rows == [(2,)]
     finally:
         source.close()
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT name, replace(setting, '/', '|') AS v FROM pg_settings WHERE setting LIKE '%/%'",
+    "SELECT replace(setting, '/', '|') AS v FROM pg_catalog.pg_settings "
+    "WHERE name = 'temp_directory'",
+])
+def test_duckdbs_own_pg_settings_view_is_file_access(sql: str, tmp_path: Path) -> None:
+    """Q17: DuckDB's built-in ``pg_settings`` view over ``duckdb_settings()`` gave the host's
+    paths with no object of the database needed."""
+    from pytest_queryeval.agents.ledger import Ledger
+    from pytest_queryeval.errors import QueryRefused
+    from pytest_queryeval.sources.duckdb import DuckdbSource
+
+    source = DuckdbSource("t", tracks_with(tmp_path))
+    try:
+        with pytest.raises(QueryRefused):
+            source.execute(sql)
+        ledger = Ledger.for_tables(["Genre"])
+        ledger.final_query(source, sql, False)
+        assert ledger.metrics()["write_attempts"] == 1.0
+    finally:
+        source.close()

@@ -431,7 +431,7 @@ def worker_tables(path: str, name: str, query: str, max_memory: int, threads: in
 #: ``current_setting`` (of any setting: the definition is not parsed here).
 _PATH_WORDS = re.compile(r"(?<![\w$])(?:current_setting|getenv|duckdb_settings|duckdb_databases|"
                          r"duckdb_temporary_files|duckdb_external_file_cache|duckdb_extensions"
-                         r"|duckdb_secrets|duckdb_logs\w*|pragma_database_list)(?![\w$])",
+                         r"|duckdb_secrets|duckdb_logs\w*|pragma_database_list|pg_settings)(?![\w$])",
                          re.IGNORECASE)
 _PLAIN_SPELLING = re.compile(r"[\"`]")
 _CALL = re.compile(r"([\w$]+)\s*\(")

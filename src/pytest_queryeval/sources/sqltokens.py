@@ -43,7 +43,10 @@ _DIALECT_PATH_VIEWS: dict[str, frozenset[str]] = {
                          "duckdb_extension_repositories", "duckdb_secrets", "duckdb_settings",
                          "duckdb_temporary_files", "duckdb_external_file_cache",
                          "duckdb_logs", "duckdb_logs_parsed", "duckdb_log_contexts",
-                         "duckdb_profiling_settings"}),
+                         "duckdb_profiling_settings",
+                         # DuckDB's own view over duckdb_settings(), in every database: no
+                         # object of the database needed (the forty-second re-probe's Q17)
+                         "pg_settings"}),
     "sqlite": frozenset({"pragma_database_list"}),
 }
 
