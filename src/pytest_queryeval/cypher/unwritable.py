@@ -129,12 +129,9 @@ def _check_aggregate_place(shape: _Shape, i: int) -> None:
     k = shape.opening[i]
     while k is not None:
         opener = code[k]
-        closer = shape.closing.get(k, len(code))
         iterates = opener.text == "[" or (opener.text == "(" and k and code[k - 1].kind == "word"
                                           and code[k - 1].text.lower() in _ITERATORS)
-        if iterates and any(code[j].text in ("|", "WHERE", "where") or (
-                code[j].kind == "word" and code[j].text.upper() == "WHERE")
-                for j in range(k + 1, i) if shape.opening[j] == k) and i < closer:
+        if iterates and shape.body.get(k, len(code)) < i:
             raise QueryRefused(f"{code[i].text}() at {where(code[i])}: an aggregate inside a "
                                "list's iteration (a comprehension's or reduce()'s body) is no "
                                "valid Cypher, and a FalkorDB server stops on one; aggregate "
@@ -158,11 +155,17 @@ class _Shape:
         self.code = code
         self.opening: list[int | None] = []
         self.closing: dict[int, int] = {}
+        #: where each bracket's iterated body starts: its first ``|`` or ``WHERE`` of its own
+        #: level (:func:`_check_aggregate_place`; a scan back from each aggregate to its
+        #: bracket was quadratic in a text of many)
+        self.body: dict[int, int] = {}
         # the nearest word of _FEEDS outside the brackets around each token
         self.clause = outside_each(code, lambda k: _feeds(code, k) is not None)
         stack: list[int] = []
         for k, tok in enumerate(code):
             self.opening.append(stack[-1] if stack else None)
+            if stack and (tok.text == "|" or (tok.kind == "word" and tok.text.upper() == "WHERE")):
+                self.body.setdefault(stack[-1], k)
             if tok.kind == "punct" and tok.text in _OPEN:
                 stack.append(k)
             elif tok.kind == "punct" and tok.text in _CLOSE and stack:

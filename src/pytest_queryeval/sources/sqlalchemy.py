@@ -320,6 +320,8 @@ class SqlAlchemySource(SourceDefaults):
         if self.backend != "postgresql":
             return None
         called = check_read_only(query, self.dialect)
+        if not called and self._file_tables == frozenset():
+            return None  # nothing to ask the server (its file tables are known: none)
         conn = self._checked_connection()
         try:
             self._vet_relations(conn, query)
@@ -587,20 +589,26 @@ class SqlAlchemySource(SourceDefaults):
         hostname_ft`` put the host's ``/etc/hostname`` in the report, the forty-first
         re-probe's O7), read once a source; the routines that read one are refused as
         :meth:`_vet_functions` refuses a hidden volatile call."""
-        from sqlalchemy import text
-
-        from .pgguard import FILE_TABLES_SQL, file_relations
         from .sqlcomments import dequoted, readings
 
-        if self._file_tables is None:
-            self._file_tables = file_relations(conn.execute(text(FILE_TABLES_SQL)).all())
-        if not self._file_tables:
+        tables = self._file_tables_of(conn)
+        if not tables:
             return
         words = {w for reading in readings(query.lower())
                  for w in re.findall(r"[\w$]+", dequoted(reading))}
-        if hit := sorted(words & self._file_tables):
+        if hit := sorted(words & tables):
             raise QueryRefused(f"{hit[0]} is a foreign table over the server's files (or a "
                                "view of one): file access, refused")
+
+    def _file_tables_of(self, conn: Connection) -> frozenset[str]:
+        """The foreign tables over the server's files and the views of them (read once)."""
+        from sqlalchemy import text
+
+        from .pgguard import FILE_TABLES_SQL, file_relations
+
+        if self._file_tables is None:
+            self._file_tables = file_relations(conn.execute(text(FILE_TABLES_SQL)).all())
+        return self._file_tables
 
     def _vet_functions(self, conn: Connection, called: tuple[str, ...]) -> None:
         """Refuse a predicted query that calls a volatile function outside the allow-list
@@ -626,10 +634,9 @@ class SqlAlchemySource(SourceDefaults):
         if problem:
             raise QueryRefused(problem)
         if self._hidden is None:  # the database's routines that call one unseen (41a O7, M3)
-            if self._file_tables is None:
-                self._vet_relations(conn, "")
             self._hidden = hidden_volatile(conn.execute(text(ROUTINES_SQL)).all(), [
-                *conn.execute(text(VOLATILE_BUILTINS_SQL)).scalars(), *(self._file_tables or ())])
+                *conn.execute(text(VOLATILE_BUILTINS_SQL)).scalars(),
+                *self._file_tables_of(conn)])
         for name in names:
             if (calls := self._hidden.get(name.lower())) is not None:
                 raise QueryRefused(
