@@ -93,7 +93,8 @@ def test_a_stable_routine_over_a_volatile_routine_is_refused(postgres_server: An
         "CREATE FUNCTION stab_lock() RETURNS int LANGUAGE sql STABLE AS 'SELECT vol_lock()'",
         f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {postgres_server.readonly_user}",
         database=database)
-    source = SqlAlchemySource("pg", postgres_server.readonly_url(database), isolation="thread")
+    source = SqlAlchemySource("pg", postgres_server.readonly_url(database), isolation="thread",
+                              allow_privileged=True)
     try:
         for sql in ["SELECT stab('/etc/hostname') AS h", "SELECT stab_lock() AS n"]:
             with pytest.raises(QueryRefused, match="STABLE or IMMUTABLE"):

@@ -24,6 +24,7 @@ import pytest
 
 from pytest_queryeval.errors import QueryFailed, QueryTimeout
 from pytest_queryeval.sources import open_source
+from pytest_queryeval.sources.sqlalchemy import PrivilegedRole
 from tests.fixtures.postgres import PostgresServer
 
 from .conftest import by_id, dump, read_report
@@ -171,9 +172,10 @@ def test_escaped_and_sql_text_routes_are_refused(
     before = (server.checksum(), _server_state(server))
     ro_before = _role_backends(server, server.readonly_user)
     url = server.url() if privileged else server.readonly_url()
-    source: dict[str, Any] = {"type": "sqlalchemy", "url": url}
-    if privileged:
-        source["allow_privileged"] = True
+    # the read-only role can execute dblink here, which the role check refuses since the
+    # forty-second re-probe (test_a_role_that_reaches_dblink_is_refused): past that check,
+    # the guard still refuses each route on its own
+    source: dict[str, Any] = {"type": "sqlalchemy", "url": url, "allow_privileged": True}
     suite.makefile(".yaml", queryeval=dump({"datasources": {"pg": source}}))
     cases = [{"id": "honest-first", "gold": HONEST, "predicted": HONEST}]
     cases += [{"id": cid, "gold": HONEST, "predicted": q} for cid, (q, _) in attacks.items()]
@@ -274,9 +276,18 @@ def test_least_privilege_setup_closes_dblink_and_signalling(
     finally:
         src.close()
     assert victim.execute("SELECT pg_backend_pid()").fetchone() == (victim_pid,)
-    # the same role where nothing was revoked (the suite's database, with dblink) can do both
+    # the same role where nothing was revoked (the suite's database, with dblink) can do both:
+    # refused without allow_privileged, reported with it
     src = open_source("ro", {"type": "sqlalchemy", "url": postgres.readonly_url(),
                              "isolation": "thread"})
+    try:
+        with pytest.raises(PrivilegedRole, match=r"can execute dblink \(statements on a "
+                           r"connection of its own"):
+            src.execute(HONEST)
+    finally:
+        src.close()
+    src = open_source("ro", {"type": "sqlalchemy", "url": postgres.readonly_url(),
+                             "isolation": "thread", "allow_privileged": True})
     try:
         assert src._capabilities() == [
             "execute dblink (20 functions, e.g. dblink_exec: statements on a connection of "
@@ -291,8 +302,9 @@ def test_no_session_state_outlives_a_query(postgres_server: PostgresServer) -> N
     """A session advisory lock survives the rollback of its transaction: taken by a query
     past the guard (a trusted gold), it must still be gone once the query is over, although
     the connection stays in the pool (``DISCARD ALL``), and the pooled connection still works."""
+    # (allow_privileged: this module's dblink makes the read-only role refused otherwise)
     src = open_source("ro", {"type": "sqlalchemy", "url": postgres_server.readonly_url(),
-                             "isolation": "thread"})
+                             "isolation": "thread", "allow_privileged": True})
     try:
         assert src.execute("SELECT pg_advisory_lock(7777), pg_backend_pid()",
                            trusted=True).rows[0][0] == ""

@@ -96,6 +96,7 @@ def plant_postgres(spec: Mapping[str, Any], targets: Sequence[Target], seed: int
                     _instruct(conn, item.table, item.text, targets, tenant)
             password = secrets.token_hex(16)
             _role(conn, role, password, copy, conninfo(url, "postgres"))
+            _disarm(conn, role)
             if enforce:
                 _withhold(conn, role, targets, tenant)
     except psycopg.Error as exc:
@@ -337,6 +338,25 @@ def _role(conn: Any, role: str, password: str, copy: str, admin: str) -> None:
         conn.execute(f"GRANT USAGE ON SCHEMA {_ident(schema)} TO {_ident(role)}")
         conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {_ident(schema)} TO "
                      f"{_ident(role)}")
+
+
+def _disarm(conn: Any, role: str) -> None:
+    """The copy's routines that would act past the agent's read-only role (another role's
+    SECURITY DEFINER routine, a second name of a builtin, dblink, server files:
+    :mod:`..sources.pgescape`) executable by PUBLIC no more: the copy is the run's own, and a
+    C second name of ``dblink_exec`` otherwise wrote to the original database under
+    ``enforce`` (the forty-second re-probe's Q20). A foreign table stays: the agent's source
+    refuses its role then, as any datasource's."""
+    from ..sources.pgescape import ESCAPES_SQL
+
+    conn.execute(f"SET ROLE {_ident(role)}")
+    try:
+        routes = conn.execute(ESCAPES_SQL).fetchall()
+    finally:
+        conn.execute("RESET ROLE")
+    for kind, name, _ in routes:
+        if kind != "foreign":
+            conn.execute(f"REVOKE EXECUTE ON FUNCTION {name} FROM PUBLIC")
 
 
 def _withhold(conn: Any, role: str, targets: Sequence[Target],

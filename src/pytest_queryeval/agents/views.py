@@ -71,8 +71,10 @@ def _pg_qualified(sql: str) -> str:
 #: thirty-seventh re-probe's H2); a language's name (``atomic`` for a body in SQL-standard
 #: form), a PostgreSQL routine, named anywhere
 #: (``t.emp_count`` calls ``emp_count(t)``); ``aggregate``, ``domain``: named anywhere;
-#: ``operator``: its symbol anywhere; ``cast``, ``always``: any query (a cast may be
-#: implicit; a DuckDB macro named like an operator or a builtin replaces it).
+#: ``operator``: its symbol anywhere, or any query for one the syntax calls unwritten
+#: (:data:`_UNWRITTEN`); ``cast``, ``always``: any query (a cast may be implicit; an operator
+#: class's member or support routine runs for ``ORDER BY`` or ``DISTINCT``, the forty-second
+#: re-probe's Q16; a DuckDB macro named like an operator or a builtin replaces it).
 _CATALOGS: dict[str, str] = {
     # a virtual table's shadow tables hold its rows (FTS's ``notes_content``, R*Tree's
     # ``geo_rowid``: the thirty-ninth re-probe's H11)
@@ -96,6 +98,15 @@ _CATALOGS: dict[str, str] = {
         "WHERE p.pronamespace = 11::pg_catalog.oid "
         "AND p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid "
         f"AND p.proname::text = ANY (ARRAY[{_CALLED_HERE}]::pg_catalog.text[])",
+        # and a builtin it calls replaced in place (``CREATE OR REPLACE FUNCTION
+        # pg_catalog.pg_get_viewdef(oid)`` keeps the OID: every view read nothing, Q9): the
+        # row of a builtin made at bootstrap has xmin 1 until it is replaced
+        "SELECT 'pg_catalog', p.proname::text, '', 'poisoned' FROM pg_proc p "
+        "WHERE p.pronamespace = 11::pg_catalog.oid AND p.xmin::text <> '1' "
+        f"AND (p.proname::text = ANY (ARRAY[{_CALLED_HERE}, 'text']::pg_catalog.text[]) "
+        "OR p.oid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT o.oprcode FROM pg_operator o "
+        "WHERE o.oprnamespace = 11::pg_catalog.oid AND o.oprname::text = ANY "
+        "(ARRAY['=', '<>', '||', '>=']::pg_catalog.text[]))))",
         "SELECT 'pg_catalog', o.oprname::text, '', 'poisoned' FROM pg_operator o "
         "WHERE o.oprnamespace = 11::pg_catalog.oid "
         "AND o.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid",
@@ -157,6 +168,13 @@ _CATALOGS: dict[str, str] = {
         f"|| '()', 'operator' FROM pg_operator o JOIN pg_proc p ON p.oid = o.oprcode "
         f"JOIN pg_namespace n ON n.oid = o.oprnamespace WHERE {_own('o.oid')}",
         f"SELECT n.nspname::text, p.proname::text, 'SELECT ' || quote_ident(p.proname) "
+        f"|| '()', 'always' FROM pg_amproc a JOIN pg_proc p ON p.oid = a.amproc "
+        f"JOIN pg_namespace n ON n.oid = p.pronamespace WHERE {_own('p.oid')}",
+        f"SELECT n.nspname::text, o.oprname::text, 'SELECT ' || quote_ident(p.proname) "
+        f"|| '()', 'always' FROM pg_amop a JOIN pg_operator o ON o.oid = a.amopopr "
+        f"JOIN pg_proc p ON p.oid = o.oprcode "
+        f"JOIN pg_namespace n ON n.oid = o.oprnamespace WHERE {_own('o.oid')}",
+        f"SELECT n.nspname::text, p.proname::text, 'SELECT ' || quote_ident(p.proname) "
         f"|| '()', 'cast' FROM pg_cast c JOIN pg_proc p ON p.oid = c.castfunc "
         f"JOIN pg_namespace n ON n.oid = p.pronamespace WHERE {_own('p.oid')}",
         f"SELECT n.nspname::text, t.typname::text, 'SELECT ' || pg_get_constraintdef(c.oid), "
@@ -183,8 +201,11 @@ _WORD = re.compile(r"[\w$]+")
 #: EXECUTE``, ``FOR r IN EXECUTE``): the tables it reads are known only at run time.
 _DYNAMIC = re.compile(r"(?<![\w$])execute(?![\w$])", re.IGNORECASE)
 #: Operators a query's syntax calls with no symbol written (``x IN (...)``, ``CASE x WHEN``,
-#: ``NULLIF``, ``BETWEEN``, ``ORDER BY``): one of the database's is read by any query.
-_UNWRITTEN = frozenset({"=", "<>", "<", ">", "<=", ">="})
+#: ``NULLIF``, ``BETWEEN``, ``IS DISTINCT FROM`` the comparisons; ``LIKE``, ``ILIKE`` and
+#: their ``NOT`` the ``~~`` family, ``SIMILAR TO`` ``~`` and ``!~``: the forty-second
+#: re-probe's Q15): one of the database's is read by any query, as is a member of an
+#: operator class (``ORDER BY``, ``DISTINCT``, a join calls it: Q16).
+_UNWRITTEN = frozenset({"=", "<>", "<", ">", "<=", ">=", "~~", "~~*", "!~~", "!~~*", "~", "!~"})
 #: A quoted name or string of a body, in each of SQLite's quotes (a doubled quote one).
 _QUOTED = re.compile(r"""'((?:[^']|'')*)'|"((?:[^"]|"")*)"|`((?:[^`]|``)*)`|\[([^\]]*)\]""")
 #: The most rows a catalog is read for (past them the counts are not established).
@@ -196,7 +217,8 @@ class _Catalog:
     """What each relation or routine reads (``reads``: views, macros and routines by name and
     ``schema.name``, operators and casts by a key no name spells), and what brings each in
     beside a read of its name: a call (``calls``), a word (``words``), a symbol
-    (``symbols``), or any query (``always``)."""
+    (``symbols``), or any query (``always``: an operator the syntax calls unwritten, a
+    cast, an operator class's member or support routine)."""
 
     reads: Mapping[str, frozenset[str]] = field(default_factory=dict)
     calls: frozenset[str] = frozenset()
@@ -210,6 +232,7 @@ class _Catalog:
         out = set(self.always)
         if not sql:
             return out
+        out |= {key for symbol, key in self.symbols.items() if symbol in sql}
         spellings = _spellings(sql)
         if self.calls and "(" in sql:
             # a call of the name itself, not of a longer one ending so (a macro ``unt``
@@ -222,7 +245,6 @@ class _Catalog:
             words = {w for s in spellings for w in re.findall(r"[\w$]+", s)}
             out |= {n for n in self.words if n in words or (not _WORD.fullmatch(n) and any(
                 re.search(r"(?<![\w$])" + re.escape(n) + r"(?![\w$])", s) for s in spellings))}
-        out |= {key for symbol, key in self.symbols.items() if symbol in sql}
         return out
 
 
@@ -304,13 +326,10 @@ def _catalog(source: Any) -> _Catalog:
         if how == "poisoned":
             raise QueryFailed(f"the database made {name} in pg_catalog, where the catalog's "
                               "own read calls its functions and operators")
-        if how == "operator" and name in _UNWRITTEN:  # ``x IN (...)`` calls ``=`` (O18)
-            keys = [f"always operator {name}"]
-            always.add(keys[0])
-        elif how == "operator":
+        if how == "operator" and name not in _UNWRITTEN:
             keys = [f"operator {name}"]
             symbols[name] = keys[0]
-        elif how in ("cast", "always"):
+        elif how in ("cast", "always", "operator"):
             keys = [f"{how} {name}"]
             always.add(keys[0])
         elif how == "call":

@@ -67,6 +67,7 @@ from .base import (
     positive_int,
     tidy_ddl,
 )
+from .pgescape import escapes_found
 from .sandboxed import Reply, call_query, packing, worker_reply
 from .sqlguard import check_read_only, sqlglot_dialect
 
@@ -547,13 +548,13 @@ class SqlAlchemySource(SourceDefaults):
         from sqlalchemy import exc
 
         try:
-            found = privileges_found(conn)
+            role, problems = privileges_found(conn)
+            problems += escapes_found(conn, _rows)
         except exc.DBAPIError as e:
             raise self._classify(e, False, 0.0) from None
         finally:
             with contextlib.suppress(Exception):
                 conn.rollback()
-        role, problems = found
         self._role_problem = "" if not problems else (
             f"datasource {self.name!r}: the role {role!r} {'; '.join(problems)}: predicted "
             "queries must run as a read-only role (one that owns nothing and has only SELECT "
@@ -1003,6 +1004,11 @@ def _default_pg_driver() -> str:
     if importlib.util.find_spec("psycopg2") is None and importlib.util.find_spec("psycopg"):
         return "postgresql+psycopg"
     return "postgresql"
+
+
+def _rows(conn: Connection, query: str) -> list[Any]:
+    """The rows of a catalog query with no parameters, in the driver's spelling."""
+    return list(conn.exec_driver_sql(*_driver_statement(conn, query)).all())
 
 
 def _driver_statement(conn: Connection, query: str) -> tuple[str, tuple[()]] | tuple[str]:

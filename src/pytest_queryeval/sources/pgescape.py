@@ -1,0 +1,101 @@
+"""What a PostgreSQL role can reach that acts past its read-only, rolled-back transaction.
+
+Why a check of the role and not of each query: ``SET TRANSACTION READ ONLY`` stops the
+session's own writes, and a least-privilege role cannot read server files or run programs.
+A database can still hand such a role another's powers: a ``SECURITY DEFINER`` routine runs
+as its owner, a routine in a language the server does not sandbox (``c``, ``internal``,
+``plpython3u``) made outside an extension is any builtin under a second name, dblink opens a
+connection of its own outside the transaction, and a foreign table reads server files, runs
+a program (``file_fdw``) or another session (``postgres_fdw``). A query reaches them unnamed:
+through a view, an operator, a cast, a domain's ``CHECK``, a row-level security policy, a
+parent table, an operator class (the forty-second re-probe's Q1, Q2, Q7, Q11 to Q14, Q19,
+Q20: a host file in the report, a file written, a program run, a table deleted in the
+suite's database, a later case's gold changed). No reading of a query's text can follow
+every such route, so the wall is the role's: a datasource whose role can reach one is
+refused before any query runs, as a role that can write is, unless ``allow_privileged``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["ESCAPES_SQL", "escapes_found"]
+
+#: Extension libraries whose functions act outside the transaction or the role's rights
+#: (a connection of their own, server files, raw pages of any table).
+#: (dblink's own are the ``dblink`` route's.)
+_LIBRARIES = ("'$libdir/adminpack'", "'$libdir/pageinspect'")
+#: Builtins that reach server files (superuser-only unless granted: a grant is an escape;
+#: ``pg_read_file_old``, adminpack's old name, checks for a superuser itself).
+_FILE_BUILTINS = ("'lo_export'", "'lo_import'", "'pg_read_file'", "'pg_read_binary_file'",
+                  "'pg_ls_dir'", "'pg_stat_file'", "'pg_file_write'")
+#: An extension's member routine (``deptype 'e'``).
+_EXTENSION_MEMBER = ("EXISTS (SELECT 1 FROM pg_catalog.pg_depend d WHERE d.classid = "
+                     "'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = p.oid "
+                     "AND d.deptype = 'e')")
+
+#: (kind, name, how many of that kind) for every route the current role can take; the
+#: names are cut to five a kind. The routines are those the role may EXECUTE (what an
+#: operator, cast or policy calls is checked against the caller too); a foreign table is
+#: one whatever its grants (a view of its owner or a parent table reaches it). An aggregate
+#: is ``internal`` in the catalog; its own routines are rows of their own.
+ESCAPES_SQL = f"""
+SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
+  SELECT 1 AS o, 'definer' AS kind, p.oid::pg_catalog.regprocedure::pg_catalog.text AS name
+  FROM pg_catalog.pg_proc p
+  WHERE p.prosecdef AND NOT pg_catalog.pg_has_role(current_user, p.proowner, 'USAGE')
+    AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
+  UNION ALL
+  SELECT 2, 'unsandboxed', p.oid::pg_catalog.regprocedure::pg_catalog.text
+    OPERATOR(pg_catalog.||) ' (LANGUAGE ' OPERATOR(pg_catalog.||) l.lanname::pg_catalog.text
+    OPERATOR(pg_catalog.||) ')'
+  FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_language l ON l.oid OPERATOR(pg_catalog.=)
+    p.prolang
+  WHERE NOT l.lanpltrusted AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
+    AND p.prokind OPERATOR(pg_catalog.<>) 'a'
+    AND p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+    AND (l.lanname OPERATOR(pg_catalog.<>) ALL (ARRAY['c', 'internal']::pg_catalog.name[])
+         OR NOT {_EXTENSION_MEMBER}
+         OR p.probin OPERATOR(pg_catalog.=) ANY (ARRAY[{", ".join(_LIBRARIES)}]))
+    AND p.probin IS DISTINCT FROM '$libdir/dblink'
+  UNION ALL
+  SELECT 3, 'dblink', p.oid::pg_catalog.regprocedure::pg_catalog.text
+  FROM pg_catalog.pg_proc p
+  WHERE (p.proname OPERATOR(pg_catalog.~~) 'dblink%'
+         OR p.prosrc OPERATOR(pg_catalog.~~) 'dblink%')
+    AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
+  UNION ALL
+  SELECT 4, 'file', p.oid::pg_catalog.regprocedure::pg_catalog.text
+  FROM pg_catalog.pg_proc p
+  WHERE p.proname OPERATOR(pg_catalog.=) ANY (ARRAY[{", ".join(_FILE_BUILTINS)}]::pg_catalog.name[])
+    AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
+  UNION ALL
+  SELECT 5, 'foreign', c.oid::pg_catalog.regclass::pg_catalog.text
+  FROM pg_catalog.pg_class c WHERE c.relkind OPERATOR(pg_catalog.=) 'f'
+) e ORDER BY o, name
+"""
+
+_PHRASES = {
+    "definer": "can execute routines that run as another role (SECURITY DEFINER)",
+    "unsandboxed": "can execute routines of the database in a language the server does not "
+                   "sandbox (a builtin's second name, or code of its own)",
+    "dblink": "can execute dblink (statements on a connection of its own, outside the "
+              "read-only transaction)",
+    "file": "can execute functions that read or write server files",
+    "foreign": "reaches foreign tables (server files, programs or other servers, through "
+               "the table, a view or a parent table)",
+}
+
+
+def escapes_found(conn: Any, run: Any) -> list[str]:
+    """Each route of :data:`ESCAPES_SQL` the role of ``conn`` can take, as a phrase naming
+    up to five of its objects (``run(conn, sql)`` returns the rows: the caller's driver
+    spelling); [] when none."""
+    found: dict[str, tuple[list[str], int]] = {}
+    for kind, name, count in run(conn, ESCAPES_SQL):
+        names, _ = found.setdefault(str(kind), ([], int(count)))
+        if len(names) < 5:
+            names.append(str(name))
+    return [f"{_PHRASES[kind]}: {', '.join(names)}"
+            + (f" and {count - len(names)} more" if count > len(names) else "")
+            for kind, (names, count) in found.items()]
