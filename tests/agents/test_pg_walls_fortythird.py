@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -145,15 +146,13 @@ def test_a_role_that_reaches_past_the_transaction_is_refused(postgres_server: An
     with _database(postgres_server, name, *setup):
         source = SqlAlchemySource("pg", postgres_server.readonly_url(name), isolation="thread")
         try:
-            with pytest.raises(PrivilegedRole, match=named) as refused:
-                got = source.execute(query)
-                pytest.fail(f"ran: {got.rows!r}")
-            assert "allow_privileged" in str(refused.value)
-            with contextlib.suppress(QueryEvalError):  # and no second way in
-                source.execute("SELECT count(*) FROM genre")
-        except QueryEvalError as e:
-            assert hostname not in str(e)
-            raise
+            try:
+                got: Any = source.execute(query)
+            except QueryEvalError as e:
+                got = e
+            assert isinstance(got, PrivilegedRole), got
+            assert re.search(named, str(got)) and "allow_privileged" in str(got)
+            assert hostname not in str(got)
         finally:
             source.close()
         assert not os.path.exists(mark), "the prediction wrote a file on the server"
