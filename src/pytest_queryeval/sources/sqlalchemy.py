@@ -93,6 +93,7 @@ DEFAULT_MAX_MEMORY = 1024 * 1024 * 1024
 _DANGEROUS_ROLES = ("pg_write_all_data", "pg_write_server_files", "pg_read_server_files",
                     "pg_execute_server_program", "pg_signal_backend")
 _SYSTEM_SCHEMAS = "('pg_catalog', 'information_schema')"
+_SUPERUSER = ["is a superuser"]
 _ROLE_SQL = f"""
 SELECT current_user, r.rolsuper, r.rolcreaterole, r.rolreplication,
        ARRAY(SELECT g.rolname::text FROM pg_roles g
@@ -549,7 +550,8 @@ class SqlAlchemySource(SourceDefaults):
 
         try:
             role, problems = privileges_found(conn)
-            problems += escapes_found(conn, _rows)
+            if problems != _SUPERUSER:  # (which reaches everything: nothing more to say)
+                problems += escapes_found(conn, _rows)
         except exc.DBAPIError as e:
             raise self._classify(e, False, 0.0) from None
         finally:
@@ -856,7 +858,7 @@ def privileges_found(conn: Connection) -> tuple[str, list[str]]:
         *_driver_statement(conn, _ROLE_SQL)).one()
     problems: list[str] = []
     if superuser:
-        return str(role), ["is a superuser"]
+        return str(role), list(_SUPERUSER)
     if createrole:
         problems.append("can create roles (CREATEROLE)")
     if replication:
