@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 from pathlib import Path
 
 import pytest
@@ -158,15 +157,16 @@ HEAVY = ("WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x
          "SELECT count(*) FROM r")
 
 
-def _bounded_run(pytester, seconds=120):
-    """The run in a subprocess that must end within ``seconds`` (before issue 58 item 6 the
-    replay below ran for hours): its report."""
+def _bounded_run(pytester, seconds=900):
+    """The run in a subprocess, its report. The bound is asserted by what was replayed and
+    what was not (counts, not seconds: a loaded machine made a wall-clock bound fail 1 run in
+    a few); ``seconds`` only ends a run that hangs (before issue 58 item 6 the replay below
+    ran for hours)."""
     from tests.support import read_report
 
-    started = time.monotonic()
     pytester.runpytest_subprocess("-p", "no:cacheprovider", "--queryeval-json=r.json",
                                   timeout=seconds)
-    return read_report(pytester.path / "r.json"), time.monotonic() - started
+    return read_report(pytester.path / "r.json")
 
 
 def test_one_reply_of_2000_heavy_calls_is_replayed_within_the_budget(pytester, agent_standin):
@@ -179,7 +179,7 @@ def test_one_reply_of_2000_heavy_calls_is_replayed_within_the_budget(pytester, a
                                       "timeout": 1, "agent": {"budget": {
                                           "tool_calls": 2, "seconds": 10}},
                                       "thresholds": {"budget_exceeded": {"max": 0}}}])
-    report, took = _bounded_run(pytester)
+    report = _bounded_run(pytester)
     case = report.by_id["heavy"]
     agent = case["details"]["agent"]
     assert agent["not_replayed"] == 1998
@@ -187,7 +187,6 @@ def test_one_reply_of_2000_heavy_calls_is_replayed_within_the_budget(pytester, a
     assert case["metrics"]["budget_exceeded"] == 1.0
     assert case["metrics"]["repeated_calls"] == 1999.0  # the same call, counted from the text
     assert case["outcome"] == "failed"
-    assert took < 100
 
 
 def test_a_20000_call_file_trajectory_is_replayed_within_the_budget(pytester):
@@ -213,7 +212,7 @@ def test_a_20000_call_file_trajectory_is_replayed_within_the_budget(pytester):
     with sqlite3.connect(pytester.path / "db.sqlite") as con:
         con.execute("CREATE TABLE notes (body TEXT)")
     con.close()
-    report, took = _bounded_run(pytester)
+    report = _bounded_run(pytester)
     case = report.by_id["file"]
     agent = case["details"]["agent"]
     assert "refused" in agent  # 20,000 messages: over the trajectory's bound
@@ -225,7 +224,6 @@ def test_a_20000_call_file_trajectory_is_replayed_within_the_budget(pytester):
     assert case["metrics"]["write_attempts"] == 1.0
     assert "write attempt (past the budget, not run): DELETE FROM notes" in agent["findings"]
     assert case["outcome"] == "failed"
-    assert took < 100
 
 
 def test_the_replay_stops_at_the_seconds_budget(pytester):
@@ -246,8 +244,7 @@ def test_the_replay_stops_at_the_seconds_budget(pytester):
     with sqlite3.connect(pytester.path / "db.sqlite") as con:
         con.execute("CREATE TABLE notes (body TEXT)")
     con.close()
-    report, took = _bounded_run(pytester)
+    report = _bounded_run(pytester)
     agent = report.by_id["secs"]["details"]["agent"]
     assert agent["budget_exceeded"] == "seconds"
     assert 47 <= agent["not_replayed"] <= 48
-    assert took < 100
