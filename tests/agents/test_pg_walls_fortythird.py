@@ -287,3 +287,24 @@ def test_an_operator_called_unwritten_counts(postgres_server: Any, setup: list[s
             assert _counts(source, "employee", sql) == (1.0, 1.0, 1.0)
         finally:
             source.close()
+
+
+def test_a_stable_wrapper_over_an_extensions_volatile_routine_is_refused(
+        postgres_server: Any) -> None:
+    """Q11's class past the role check (``allow_privileged``: only the guard stands): a STABLE
+    routine over pageinspect's ``get_raw_page`` (an extension's, OID from 16384) was never a
+    hidden volatile call, and employee's page reached the report with no table read."""
+    pytest.importorskip("sqlalchemy")
+    from pytest_queryeval.errors import QueryRefused
+    from pytest_queryeval.sources.sqlalchemy import SqlAlchemySource
+
+    with _database(postgres_server, "q43_ext_volatile", "CREATE EXTENSION pageinspect",
+                   "CREATE FUNCTION raw(text) RETURNS text LANGUAGE sql STABLE "
+                   "AS $$SELECT encode(get_raw_page($1, 0), 'escape')$$") as name:
+        source = SqlAlchemySource("pg", postgres_server.url(name), isolation="thread",
+                                  allow_privileged=True)
+        try:
+            with pytest.raises(QueryRefused, match="calls get_raw_page"):
+                source.execute("SELECT raw('employee') AS x")
+        finally:
+            source.close()
