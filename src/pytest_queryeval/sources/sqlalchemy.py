@@ -10,8 +10,9 @@ PostgreSQL, because a read-only transaction does not stop a superuser (``lo_impo
 bypassed: before the first query the source checks the role it connects as and refuses a
 superuser, a member of the roles that read or write server files, run programs or signal
 backends, a role with INSERT/UPDATE/DELETE/TRUNCATE on any table, or one that owns tables,
-schemas, functions or the database (:func:`privileges_found`), unless the datasource says
-``allow_privileged: true``. Timeouts: ``SET LOCAL statement_timeout`` per transaction; a
+schemas, functions or the database (:func:`privileges_found`), or one the database lets reach
+past the transaction by routes no query's text shows (:mod:`.pgescape`), unless the datasource
+says ``allow_privileged: true``. Timeouts: ``SET LOCAL statement_timeout`` per transaction; a
 watchdog cancels the statement 1 s past the timeout, and 1 s later terminates the backend
 from a second connection (``pg_terminate_backend``) and shuts the client socket down, so the
 case ends even when the backend ignores both (a superuser's ``lo_import('/dev/zero')``); such a
