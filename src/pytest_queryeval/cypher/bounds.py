@@ -1518,7 +1518,8 @@ def _check_reduce(code: Sequence[Token], scopes: list[tuple[int, ...]],
         numbers = _numbers(code, scopes, i + 1, bar)
         if _numeric(code, i + 4) and _arithmetic(code, bar + 1, close, numbers):
             continue
-        work = (steps or 1) ** 2 * _added(code, scopes, sources, (i, bar, close), numbers)
+        power = 1 if _selects(code, scopes, i, bar, close) else 2
+        work = (steps or 1) ** power * _added(code, scopes, sources, (i, bar, close), numbers)
         for bracket in scopes[i]:
             work *= walked.get(bracket, 1)
         if work > MAX_REDUCE_WORK:
@@ -1527,6 +1528,37 @@ def _check_reduce(code: Sequence[Token], scopes: list[tuple[int, ...]],
                                "iterations around it and the strings it adds, more than "
                                f"{MAX_REDUCE_WORK:,}): the server evaluates one expression "
                                "without checking its timeout")
+
+
+def _selects(code: Sequence[Token], scopes: list[tuple[int, ...]], at: int, bar: int,
+             close: int) -> bool:
+    """Whether the ``reduce(`` at ``code[at]`` (its ``|`` and ``)`` after) starts from a
+    number or ``null`` and at each step only chooses between its accumulator and the element
+    (``reduce(mx = 0, y IN ys | CASE WHEN y > mx THEN y ELSE mx END)``, the maximum's
+    idiom): its value is never more than one element, so a step copies one element, not a
+    value grown by every step before (the forty-second re-probe's L2 refused the idiom as a
+    copy of a growing accumulator)."""
+    if not (_numeric(code, at + 4) or (at + 5 < len(code) and code[at + 4].text.upper()
+                                       == "NULL" and code[at + 5].text == ",")):
+        return False
+    ins = [k for k in range(at + 4, bar) if code[k].kind == "word"
+           and code[k].text.upper() == "IN" and scopes[k][-1:] == (at + 1,)]
+    if not ins or code[bar + 1].text.upper() != "CASE" or code[close - 1].text.upper() != "END":
+        return False
+    chosen = {code[at + 2].text.strip("`"), code[ins[0] - 1].text.strip("`")}
+    level, depth = scopes[bar + 1], 0
+    for k in range(bar + 1, close):
+        word = _case_word(code, k) if scopes[k] == level else ""
+        depth += (word == "CASE") - (word == "END")
+        if depth == 1 and word in ("THEN", "ELSE"):
+            result = code[k + 1]
+            if not (result.kind == "number" or result.text.upper() == "NULL"
+                    or (result.kind in ("word", "quoted") and result.text.strip("`") in chosen)) \
+                    or _case_word(code, k + 2) not in ("WHEN", "ELSE", "END"):
+                return False
+        if depth == 0 and k < close - 1:
+            return False  # the CASE ends before the body does (CASE ... END + s)
+    return True
 
 
 def _added(code: Sequence[Token], scopes: list[tuple[int, ...]], sources: dict[int, int],
