@@ -59,7 +59,7 @@ REFUSED = {
     "huge-int": ("RETURN percentileDisc(1, 9223372036854775807) AS x", "percentile"),
     # the fortieth re-probe's N2: the list bound again under another name, or RETURN *
     "rebound": ("WITH range(1,1000000) AS r WITH r AS s MATCH (a),(b),(c),(d),(e) "
-                "RETURN s AS q", "built on each row"),
+                "RETURN s AS q", "built on each row|copied or walked"),
     "map-key": ("WITH {x: range(1,1000000)} AS m WITH m.x AS r MATCH (a),(b),(c),(d),(e) "
                 "RETURN r AS q", "built on each row|copied or walked"),
     "unwound-name": ("WITH [range(1,1000000)] AS l UNWIND l AS r MATCH (a),(b),(c),(d),(e) "

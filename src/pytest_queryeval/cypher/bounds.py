@@ -800,38 +800,43 @@ def _copied(code: Sequence[Token], scopes: list[tuple[int, ...]], walked: dict[i
     once, as the slices :func:`_heavy_walk` counts do: one iterated by a comprehension
     (``[x IN l | x]``, ``[x IN l WHERE true]``) where the list's elements are wide
     (:func:`_wide_uses`) and no iteration is around the comprehension (inside one, the
-    walks around it already multiply it); and one projected as it is twice or more in one
-    ``WITH`` or ``RETURN`` (``RETURN l AS a, l AS b``), or under ``DISTINCT``. A collected
-    list of 1,000,000 six-key maps iterated so six times held a 3 s server 17 s, projected
-    six times 15 s (the forty-second re-probe's Q1, Q2)."""
+    walks around it already multiply it); and every one projected as it is (``RETURN l AS
+    a``, ``WITH l, 1 AS k``, ``WITH *``) when the query so projects held lists twice or more,
+    or once under ``DISTINCT``: each projection copies the list. A collected list of
+    1,000,000 six-key maps iterated so six times held a 3 s server 17 s; projected six times
+    in one ``RETURN`` 15 s, through six ``WITH`` steps 12 s (the forty-second re-probe's Q1,
+    Q2). One projection of it is the reply's or the next step's (:func:`_check_per_row`)."""
     wide = _wide_uses(code, scopes)
     out: set[int] = set()
     clause: dict[tuple[int, ...], int] = {}  # the projection open at each depth
-    projected: dict[tuple[int, str], list[int]] = {}
+    projected: list[int] = []
+    distinct = False
     for i, tok in enumerate(code):
         word = tok.text.upper() if tok.kind == "word" else ""
         if word in _CLAUSES or word == "DISTINCT":
             clause[scopes[i]] = i
-        if i not in ranged or tok.kind not in ("word", "quoted"):
+        if i not in ranged or not (tok.kind in ("word", "quoted") or _star(code, i)):
             continue
         before = code[i - 1].text.upper() if i else ""
         after = code[i + 1].text.upper() if i + 1 < len(code) else ""
         if before in ("RETURN", "WITH", "DISTINCT", ",") and after in ("AS", ",", "") \
                 and scopes[i] in clause:
-            projected.setdefault((clause[scopes[i]], tok.text.strip("`")), []).append(i)
+            projected.append(i)
+            distinct = distinct or code[clause[scopes[i]]].text.upper() == "DISTINCT"
         elif i in wide and before == "IN" and i >= 3 and code[i - 3].text == "[" \
                 and after in ("|", "WHERE", "]") and scopes[i] \
                 and all(walked.get(b, 1) <= 1 for b in scopes[i][:-1]):
             out.add(i)
-    for (at, _), uses in projected.items():
-        if len(uses) > 1 or code[at].text.upper() == "DISTINCT":
-            out.update(uses)
+    if len(projected) > 1 or distinct:
+        out.update(projected)
     return frozenset(out)
 
 
 def _wide_uses(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> frozenset[int]:
-    """The uses of names bound to a ``collect()`` of wide values (:func:`_wide`), or to such a
-    name again (``WITH l AS m``): copying each element copies several values."""
+    """The uses of names bound to a value that may hold several values (:func:`_wide`: a
+    map, a list, most calls' values), to a ``collect()`` of such values, or to such a name
+    again (``WITH l AS m``, ``UNWIND l AS m``): copying one of its elements copies several
+    values (``WITH {a: 1, ...} AS m ... WITH collect(m) AS l`` as ``collect({a: 1, ...})``)."""
     wide: set[str] = set()
     uses: set[int] = set()
     for i, tok in enumerate(code):
@@ -840,28 +845,24 @@ def _wide_uses(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> frozense
             uses.add(i)
         if tok.kind == "word" and tok.text.upper() == "AS" and i + 1 < len(code) \
                 and code[i + 1].kind in ("word", "quoted"):
-            start = _named(code, scopes, i)[0]
-            (wide.add if any(k in uses or _wide(code, scopes, k) for k in range(start, i))
+            start, keyword = _named(code, scopes, i)
+            if keyword == "UNWIND" and code[start].text == "[":
+                start += 1  # UNWIND [1, 2] AS k: an element, not the list
+            (wide.add if any(k in uses or _wide(code, k) for k in range(start, i))
              else wide.discard)(code[i + 1].text.strip("`"))
     return frozenset(uses)
 
 
-def _wide(code: Sequence[Token], scopes: list[tuple[int, ...]], k: int) -> bool:
-    """Whether ``code[k]`` calls ``collect()`` of something but a name, a literal or a
-    property (``n``, ``1``, ``n.name``, each after an optional ``DISTINCT``): a map, a list,
-    a call's value may hold many values each (``collect({a: y, b: y, ...})``)."""
-    if code[k].kind != "word" or code[k].text.lower() != "collect" or k + 1 >= len(code) \
-            or code[k + 1].text != "(" or (k and code[k - 1].text == "."):
-        return False
-    j = k + 2
-    if j < len(code) and code[j].text.upper() == "DISTINCT":
-        j += 1
-    if j >= len(code) or code[j].kind not in ("word", "quoted", "number", "string"):
-        return True
-    j += 1
-    while j + 1 < len(code) and code[j].text == "." and code[j + 1].kind in ("word", "quoted"):
-        j += 2
-    return j >= len(code) or code[j].text != ")"
+def _wide(code: Sequence[Token], k: int) -> bool:
+    """Whether ``code[k]`` starts a value that may hold several: a map or a list (``{``,
+    ``[``), a call but of :data:`_NARROW_CALLS` (``collect(n.name)`` holds names, each one
+    value; ``collect(properties(n))`` maps)."""
+    tok = code[k]
+    if tok.kind == "punct":
+        return tok.text in ("{", "[")
+    return tok.kind in ("word", "quoted") and k + 1 < len(code) and code[k + 1].text == "(" \
+        and _function(code, k) not in _NARROW_CALLS
+
 
 
 def _slice(code: Sequence[Token], at: int) -> bool:
@@ -1436,6 +1437,9 @@ _ARITHMETIC_WORDS = frozenset({"CASE", "WHEN", "THEN", "ELSE", "END", "AND", "OR
 #: Calls whose value is a number or a truth, whatever lists their arguments hold: what is in
 #: them is no part of an accumulator (:func:`_accumulated`).
 _SCALAR_CALLS = _NUMERIC_FUNCTIONS | {"any", "all", "none", "single", "exists", "isempty"}
+#: Calls whose value is one value, or a list of numbers (``range()``: a name it binds, or
+#: unwinds, holds numbers).
+_NARROW_CALLS = _NUMERIC_FUNCTIONS | _AGGREGATES | _SCALAR_CALLS | {"range"}
 
 
 def _numeric(code: Sequence[Token], i: int) -> bool:
