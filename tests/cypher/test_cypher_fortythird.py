@@ -58,6 +58,17 @@ REFUSED = {
     "q2-with-million": (MILLION + "WITH l, l AS l2 RETURN size(l2) AS s", "copied or walked"),
     "q2-distinct-million": (MILLION + "RETURN DISTINCT l AS a", "copied or walked"),
     "q2-scalars-million": (SCALARS + "RETURN " + _SIX, "copied or walked"),
+    # one step past the probe: the list projected once a step, and a map bound to a name
+    # collected (measured here at 12 s each on a 3 s server)
+    "steps-million": (MILLION + "WITH l AS a WITH a AS b WITH b AS c WITH c AS d "
+                      "WITH d AS e WITH e AS f RETURN size(f) AS s", "copied or walked"),
+    "kept-million": (MILLION + " ".join(f"WITH l, {k} AS k{k}" for k in range(6))
+                     + " RETURN size(l) AS s", "copied or walked"),
+    "star-million": (MILLION + "WITH *, 1 AS k1 WITH *, 2 AS k2 WITH *, 3 AS k3 "
+                     "RETURN size(l) AS s", "copied or walked"),
+    "named-map-million": ("WITH {a:1,b:2,c:3,d:4,e:5,f:6} AS m " + _PRODUCT
+                          + "1000000 WITH m, y LIMIT 1000000 WITH collect(m) AS l RETURN "
+                          + "+".join(["size([x IN l | x])"] * 6) + " AS c", "copied or walked"),
 }
 
 #: Honest queries beside them, over small lists a graph's rows make: sent. The last two (L2)
@@ -76,6 +87,14 @@ SENT = [
     "MATCH (n:Person) WITH n.born AS b, collect(n.name) AS names RETURN b, names ORDER BY b",
     "MATCH (m:Movie) WITH collect(m.title) AS ts RETURN [a IN ts | [b IN ts WHERE a < b | "
     "a + b]] AS s",
+    "MATCH (p:Person)-[:ACTED_IN]->(m:Movie) WITH p, collect(m.title) AS ts "
+    "WITH p, ts WHERE size(ts) > 1 RETURN p.name, ts",
+    "MATCH (p:Person)-[:ACTED_IN]->(m:Movie) WITH p, collect({t: m.title, y: m.released}) "
+    "AS ms RETURN p.name, [x IN ms | x.t] AS t",
+    "MATCH (n:Person) WITH collect(n.name) AS names, collect(n.born) AS borns "
+    "RETURN names, borns",
+    "MATCH (n:Person) WITH collect(n) AS ps UNWIND ps AS p RETURN p.name",
+    "MATCH (n:Person) WITH collect(n) AS ps RETURN ps, size(ps) AS k",
     "MATCH (m:Movie) WITH collect(m.released) AS ys "
     "RETURN reduce(s = 0, y IN ys | s + CASE WHEN y > 2000 THEN 1 ELSE 0 END) AS b",
     "MATCH (m:Movie) WITH collect(m.released) AS ys "
