@@ -58,6 +58,8 @@ REFUSED = {
     "q2-with-million": (MILLION + "WITH l, l AS l2 RETURN size(l2) AS s", "copied or walked"),
     "q2-distinct-million": (MILLION + "RETURN DISTINCT l AS a", "copied or walked"),
     "q2-scalars-million": (SCALARS + "RETURN " + _SIX, "copied or walked"),
+    "returned": (_PRODUCT + "4000000 RETURN collect({a:y,b:y,c:y,d:y,e:y,f:y}) AS l",
+                 "built or walked"),
     # one step past the probe: the list projected once a step, and a map bound to a name
     # collected (measured here at 12 s each on a 3 s server)
     "steps-million": (MILLION + "WITH l AS a WITH a AS b WITH b AS c WITH c AS d "

@@ -706,7 +706,7 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
         peak = max(peak, work)
         what = "range()" if i in ranges else "a list" if code[i].text == "[" \
             else f"{code[i].text} (a list the query made)"
-        if work > MAX_RANGE and not _by_rows(code, scopes, i):
+        if work > MAX_RANGE and not (clauses[i] == "WITH" and _by_rows(code, scopes, i)):
             raise QueryRefused(f"{what} at {where(code[i])} is built or walked inside the "
                                f"iterations around it: {_count(work)} values in all, more than "
                                f"{MAX_RANGE:,}, which the server evaluates in one expression "
@@ -787,9 +787,10 @@ def _measured(code: Sequence[Token], i: int) -> bool:
 
 
 def _by_rows(code: Sequence[Token], scopes: list[tuple[int, ...]], i: int) -> bool:
-    """Whether ``code[i]`` is a ``collect(`` outside any bracket: the server builds it one
-    row at a time and checks its timeout between rows, so its size (a literal ``LIMIT``'s,
-    past :data:`MAX_RANGE`) is no expression's; what is done with the list it makes is."""
+    """Whether ``code[i]`` is a ``collect(`` outside any bracket (the caller asks it of a
+    ``WITH``'s): the server builds it one row at a time and checks its timeout between rows,
+    so its size (a literal ``LIMIT``'s, past :data:`MAX_RANGE`) is no expression's; what is
+    done with the list it makes is, and so is a ``RETURN``'s, copied into the reply."""
     return not scopes[i] and code[i].text.lower() == "collect" \
         and i + 1 < len(code) and code[i + 1].text == "("
 
