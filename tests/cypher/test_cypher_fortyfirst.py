@@ -36,18 +36,23 @@ _BIG = ("UNWIND range(1,1000000) AS x UNWIND range(1,1000000) AS y WITH y LIMIT 
         "WITH collect({a:y,b:y,c:y,d:y,e:y,f:y}) AS l RETURN ")
 
 
+#: Since the forty-third round the collected list counts the 4,000,000 rows its ``LIMIT`` lets
+#: through, so a copy of it is refused as a walk of more than 1,000,000 values first.
+_COPIED = "copied or walked|built or walked"
+
+
 def _six(use: str) -> str:
     return _BIG + "+".join([f"size({use})"] * 6) + " AS c"
 
 
 #: (the query, a word of its refusal)
 REFUSED = {
-    "slice": (_six("l[1..]"), "copied or walked"),
-    "concatenation": (_six("l + []"), "copied or walked"),
-    "wrapped-tojson": (_six("toJSON([l])"), "copied or walked|grows a value"),
-    "wrapped-dedup": (_six("list.dedup([l])"), "copied or walked"),
-    "wrapped-tail": (_six("tail([l])"), "copied or walked"),
-    "literal-copy": (_six("[l][0]"), "copied or walked"),
+    "slice": (_six("l[1..]"), _COPIED),
+    "concatenation": (_six("l + []"), _COPIED),
+    "wrapped-tojson": (_six("toJSON([l])"), _COPIED + "|grows a value"),
+    "wrapped-dedup": (_six("list.dedup([l])"), _COPIED),
+    "wrapped-tail": (_six("tail([l])"), _COPIED),
+    "literal-copy": (_six("[l][0]"), _COPIED),
     "held-literal": ("WITH [" + ",".join(["1"] * 5000) + "] AS l MATCH (a),(b),(c),(d),(e) "
                      "RETURN " + ", ".join(f"l AS q{k}" for k in range(8)), "built on each row"),
     "unwind-count": ("MATCH (n) UNWIND count(*) AS y RETURN y", "UNWIND's list"),

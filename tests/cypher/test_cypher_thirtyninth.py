@@ -38,7 +38,7 @@ REFUSED = {
     "unwinds": ("UNWIND range(1,1000000) AS x UNWIND range(1,1000000) AS y WITH y LIMIT 4000000 "
                 "WITH collect({a:y,b:y,c:y,d:y,e:y,f:y}) AS l RETURN size(toJSON(l))+"
                 "size(toJSON(l))+size(toJSON(l))+size(toJSON(l))+size(toJSON(l))+"
-                "size(list.sort(l)) AS c", "walked by a call"),
+                "size(list.sort(l)) AS c", "walked by a call|built or walked"),
     "named": ("WITH range(1,1000000) AS r MATCH (a),(b),(c),(d),(e) RETURN [x IN r | x] AS q",
               "built on each row|copied or walked"),
     "named-plain": ("WITH range(1,1000000) AS r MATCH (a),(b),(c),(d),(e) RETURN r AS q",
@@ -59,7 +59,7 @@ REFUSED = {
     "huge-int": ("RETURN percentileDisc(1, 9223372036854775807) AS x", "percentile"),
     # the fortieth re-probe's N2: the list bound again under another name, or RETURN *
     "rebound": ("WITH range(1,1000000) AS r WITH r AS s MATCH (a),(b),(c),(d),(e) "
-                "RETURN s AS q", "built on each row"),
+                "RETURN s AS q", "built on each row|copied or walked"),
     "map-key": ("WITH {x: range(1,1000000)} AS m WITH m.x AS r MATCH (a),(b),(c),(d),(e) "
                 "RETURN r AS q", "built on each row|copied or walked"),
     "unwound-name": ("WITH [range(1,1000000)] AS l UNWIND l AS r MATCH (a),(b),(c),(d),(e) "
@@ -77,7 +77,7 @@ REFUSED = {
     "tails": ("UNWIND range(1,1000000) AS x UNWIND range(1,1000000) AS y WITH y LIMIT 4000000 "
               "WITH collect({a:y,b:y,c:y,d:y,e:y,f:y}) AS l RETURN size(tail(l))+size(tail(l))"
               "+size(tail(l))+size(tail(l))+size(tail(l))+size(tail(l)) AS c",
-              "walked by a call"),
+              "walked by a call|built or walked"),
     # the fortieth re-probe's N1: any percentile of DISTINCT values killed it too
     "distinct": ("MATCH (n:Movie) RETURN percentileDisc(DISTINCT n.released, 0.5) AS p",
                  "distinct values"),
