@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from ..sources.sqlcomments import STRING_READINGS
 from ..sources.sqlcomments import uncommented as _uncommented
 from ..sources.sqlfunctions import INDEX_READERS, STATISTICS_CATALOGS
 from .fromlists import forbidden_read, words
@@ -88,7 +89,8 @@ def floor_finding(seen: str, coded: str, forbidden: tuple[str, ...]
               for quoted in (True, False)]
     readings = [reading for text in texts for reading in (
         _uncommented(text, False), _uncommented(text, True), text,
-        _uncommented(text, False, strings=True), _uncommented(text, True, strings=True))]
+        *(_uncommented(text, nested, strings)  # each engine family's quotes, and all at once
+          for strings in STRING_READINGS for nested in (False, True)))]
     for plain in dict.fromkeys(readings):
         match = write_finding(plain)
         if match is not None:
