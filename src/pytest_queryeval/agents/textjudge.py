@@ -175,10 +175,11 @@ _UNICODE_QUOTED = re.compile(
 #: is (``'...'``, ``E'...'`` with backslash escapes, ``"..."``, ``$tag$...$tag$``, a name
 #: holding a ``$``): a ``u&'`` inside a string opened a quote that ran to the next string and
 #: hid the name after it (``SELECT 'u&' AS s, * FROM U&"v!0032" UESCAPE '!' WHERE ...``).
-_UNICODE_IN_CODE = re.compile(
-    r"""(?<![\w$])u&(["'])((?:(?!\1).|\1\1)*)\1(?:\s*uescape\s*'([^'])')?"""
-    r"""|(?<![\w$])e'(?:[^'\\]|\\.|'')*'?|'[^']*'?|"[^"]*"?|(?<![\w$])[^\W\d]\w*\$[\w$]*"""
-    r"""|(?<!\w)(\$(?:[^\W\d]\w*)?\$).*?(?:\4|\Z)""", re.IGNORECASE | re.DOTALL)
+_UNICODE_IN_CODE = re.compile(  # each branch after its first character: searched for at once
+    r"""[uUeE'"$](?:(?<=[uU])(?<![\w$][uU])&(["'])((?:(?!\1).|\1\1)*)\1"""
+    r"""(?:\s*(?i:uescape)\s*'([^'])')?"""
+    r"""|(?<=[eE])(?<![\w$][eE])'(?:[^'\\]|\\.|'')*'?|(?<=')[^']*'?|(?<=")[^"]*"?"""
+    r"""|(?<=\w\$)[\w$]*|(?<=\$)(?<!\w\$)((?:[^\W\d]\w*)?)\$.*?(?:\$\4\$|\Z))""", re.DOTALL)
 
 
 def unicode_escaped(sql: str) -> str:
