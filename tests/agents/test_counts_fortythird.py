@@ -31,6 +31,7 @@ from tests.agents.test_counts_thirtysixth import MACROS, _counts, tracks_with
     ("postgres", "SELECT e'a''--' AS s --c", "SELECT e'a''--' AS s  "),
     ("postgres", "SELECT '\\' --c\n, x", "SELECT '\\'  \n, x"),  # no escape in ''
     ("postgres", "SELECT a$b$--c\n, x", "SELECT a$b$ \n, x"),  # a name, no dollar quote
+    ("postgres", "SELECT $a$x$a$$b$--$b$ --c", "SELECT $a$x$a$$b$--$b$  "),  # one after one
     ("postgres", "SELECT ARRAY[1 --c\n]", "SELECT ARRAY[1  \n]"),
     ("sqlite", "SELECT 1 AS [--] --c\n, x", "SELECT 1 AS [--]  \n, x"),
     ("sqlite", "SELECT 1 AS `--` /* c */ x", "SELECT 1 AS `--`   x"),
@@ -57,6 +58,24 @@ def test_every_form_at_once_is_a_reading_too() -> None:
     assert sql[:-3] + " " in readings(sql)
     assert uncommented("SELECT $a$ /* $a$ AS s /* x */ y */ z", True, True) == \
         "SELECT $a$ /* $a$ AS s   y */ z"
+
+
+def test_readings_scan_only_the_quotings_that_read_a_text_apart() -> None:
+    """A family whose quotes a text does not hold is not scanned again: the readings are
+    those of every family scanned."""
+    import random
+
+    from pytest_queryeval.sources.sqlcomments import STRING_READINGS, readings, uncommented
+
+    pieces = ["--", "/*", "*/", "\n", "\r", "'", '"', "$$", "$a$", " ", "e'", "\\", "[", "]",
+              "`", "x", "a$"]
+    rng = random.Random(43)
+    for _ in range(3000):
+        sql = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
+        every = {sql} if "--" not in sql and "/*" not in sql else {
+            sql, *(uncommented(sql, nested, strings) for strings in (*STRING_READINGS, False)
+                   for nested in (True, False))}
+        assert set(readings(sql)) == every, sql
 
 
 def test_an_unclosed_escaped_string_is_read_to_the_end_at_once() -> None:
