@@ -26,8 +26,8 @@ __all__ = ["QUOTINGS", "STRING_READINGS", "dequoted", "readings", "uncommented"]
 #: ``E'\'--'`` string and an alias ``[--]`` or `` `--` `` made every reading drop the rest of
 #: the line: the forty-second re-probe's Q3 to Q5, Q8, Q10). ``True`` is every form at once.
 #: Each is a first character and what must follow it (a pattern that starts with one set of
-#: characters is searched for that set first: a branch per form, each with its look-behind,
-#: read 1 MB of words in half a second, ten times as long as this).
+#: characters is searched for that set first: a branch per form, each with its look-behind
+#: at its head, took half a second over 1 MB of words, this a hundredth).
 _FORMS = {
     "comments": ("/-", r"(?<=/)\*|(?<=-)-"),
     "strings": ("'\"", r"""(?<=['"])"""),
