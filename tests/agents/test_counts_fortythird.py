@@ -227,3 +227,16 @@ def test_a_duckdb_path_macro_after_an_odd_string_is_refused(sql: str, tmp_path: 
             source.execute(sql)
     finally:
         source.close()
+
+
+@pytest.mark.parametrize("text", [
+    "SELECT $a$--$a$ AS s, * FROM/**/Employee",
+    "SELECT 1 AS [--], * FROM --x\nEmployee",
+    "SELECT E'\\'--' AS s, * FROM/**/Employee",
+    "SELECT $A$ $a$--$A$ AS s, * FROM/**/Employee",  # tags are case-sensitive
+])
+def test_the_floor_reads_past_a_quoted_comment_mark(text: str) -> None:
+    """The text-call floor (rule 5) reads the model's text with the same readings."""
+    from tests.agents import probe_support as probe
+
+    probe.assert_found(text, "reads a forbidden table")
