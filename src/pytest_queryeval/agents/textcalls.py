@@ -435,10 +435,13 @@ def _floor(text: str, low: str, forbidden: tuple[str, ...]) -> str | None:
     (a soft hyphen in ``DELETE``) and, where it holds one, as a blank too: DuckDB reads
     U+200B, U+2060 and U+FEFF as a blank (``FROM``, U+200B, ``Track``: the nineteenth
     re-probe's H1)."""
-    coded = _lower(as_code(text))
-    found = floor_finding(INVISIBLE.sub("", low), INVISIBLE.sub("", coded), forbidden)
+    code = as_code(text)
+    coded = _lower(code)
+    found = floor_finding(INVISIBLE.sub("", low), INVISIBLE.sub("", coded), forbidden,
+                          (INVISIBLE.sub("", text), INVISIBLE.sub("", code)))
     if found is None and (INVISIBLE.search(low) or INVISIBLE.search(coded)):
-        found = floor_finding(INVISIBLE.sub(" ", low), INVISIBLE.sub(" ", coded), forbidden)
+        found = floor_finding(INVISIBLE.sub(" ", low), INVISIBLE.sub(" ", coded), forbidden,
+                              (INVISIBLE.sub(" ", text), INVISIBLE.sub(" ", code)))
     return None if found is None else _at(*found)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from ..sources.sqlcomments import uncommented as _uncommented
+from ..sources.sqlcomments import readings as _readings
 from ..sources.sqlfunctions import INDEX_READERS, STATISTICS_CATALOGS
 from .fromlists import forbidden_read, words
 from .lead import FORMAT_CHARS
@@ -26,7 +26,7 @@ __all__ = ["INVISIBLE", "floor_finding", "words"]
 
 #: What an engine skips inside a statement: a format character (``DEL\u00adETE``), and a
 #: comment (``DELETE/**/FROM``, ``DELETE -- x`` then a new line), read as a blank
-#: (:func:`_uncommented`).
+#: (:func:`_readings`).
 INVISIBLE = re.compile(f"[{FORMAT_CHARS}]")
 
 
@@ -68,17 +68,19 @@ def blanks(text: str) -> list[str]:
     return [text.translate(_AS_BREAK), text.translate(_AS_BLANK), *named]
 
 
-def floor_finding(seen: str, coded: str, forbidden: tuple[str, ...]
+def floor_finding(seen: str, coded: str, forbidden: tuple[str, ...], cased: tuple[str, ...] = ()
                   ) -> tuple[int, str, str] | None:
     """Rule 5: a write statement, or a read of a forbidden table, anywhere in the text
     (``seen``: in lower case, its format characters removed; ``coded``: the same of the text
     as code gives it to a tool), as ``(where, the reading, what)``, or None. Each text is
-    read as an engine reads it (a comment a blank, nested or not: :func:`_uncommented`) and
+    read as an engine reads it (a comment a blank, nested or not: :func:`_readings`) and
     as written, and with only the comments outside string literals a blank (``strings``): a
     ``--`` in a string (``SELECT '--'; DELETE/**/FROM Genre``) is no comment. A text with
     markup is read with each tag a line's end too (:func:`~.textmarkup.lined`), with each tag's
     quotes read and with its attributes ending at the first ``>`` (a regex extractor's
-    reading)."""
+    reading). ``cased``: the texts before lower case, whose comments are read there too where
+    they hold a ``$``, as a dollar quote's tag is (``$A$ $a$--$A$`` is one string, and lower
+    case made it a string and a comment: the forty-second re-probe's Q10 class)."""
     if "u&" in seen or "u&" in coded:  # PostgreSQL's ``U&"employe\0065"``: as the server reads
         from .textjudge import unicode_escaped
 
@@ -86,9 +88,11 @@ def floor_finding(seen: str, coded: str, forbidden: tuple[str, ...]
     texts = [*blanks(seen), *blanks(coded)]
     texts += [lined(text, quoted) for text in texts if has_markup(text)  # a statement's place
               for quoted in (True, False)]
-    readings = [reading for text in texts for reading in (
-        _uncommented(text, False), _uncommented(text, True), text,
-        _uncommented(text, False, strings=True), _uncommented(text, True, strings=True))]
+    # as written, and with the comments blanks in each way (nested or not; each engine
+    # family's quotes, all at once, or none)
+    readings = [reading for text in texts for reading in _readings(text)]
+    readings += [reading.lower() for text in cased if "$" in text and text.lower() != text
+                 for blank in blanks(text) for reading in _readings(blank)]
     for plain in dict.fromkeys(readings):
         match = write_finding(plain)
         if match is not None:

@@ -171,29 +171,49 @@ def _in_tables(sql: str) -> set[str]:
 #: its ``UESCAPE`` character when it names one (read on a text whose comments are blanks).
 _UNICODE_QUOTED = re.compile(
     r"""u&(["'])((?:(?!\1).|\1\1)*)\1(?:\s*uescape\s*'([^'])')?""", re.IGNORECASE | re.DOTALL)
+#: The same where it stands in code, each other quote of PostgreSQL read whole and left as it
+#: is (``'...'``, ``E'...'`` with backslash escapes, ``"..."``, ``$tag$...$tag$``, a name
+#: holding a ``$``): a ``u&'`` inside a string opened a quote that ran to the next string and
+#: hid the name after it (``SELECT 'u&' AS s, * FROM U&"v!0032" UESCAPE '!' WHERE ...``).
+_UNICODE_IN_CODE = re.compile(  # each branch after its first character: searched for at once
+    r"""[uUeE'"$](?:(?<=[uU])(?<![\w$][uU])&(["'])((?:(?!\1).|\1\1)*)\1"""
+    r"""(?:\s*(?i:uescape)\s*'([^'])')?"""
+    r"""|(?<=[eE])(?<![\w$][eE])'(?:[^'\\]|\\.|'')*'?|(?<=')[^']*'?|(?<=")[^"]*"?"""
+    r"""|(?<=\w\$)[\w$]*|(?<=\$)(?<!\w\$)((?:[^\W\d]\w*)?)\$.*?(?:\$\4\$|\Z))""", re.DOTALL)
 
 
 def unicode_escaped(sql: str) -> str:
     """``sql`` with each of PostgreSQL's Unicode-escaped names and strings written out
     (``U&"v\0032"`` as ``"v2"``): the name the server reads, which a parser here took as
     ``v\0032`` (a view read so counted nothing: the thirty-ninth re-probe's H3). Its comments
-    are blanks, as the server reads them (a comment before ``UESCAPE`` ended by a carriage
-    return: the forty-first re-probe's O10); :func:`unicode_readings` gives every reading."""
+    are blanks, as the server reads them, its quotes PostgreSQL's (a comment before
+    ``UESCAPE`` ended by a carriage return: the forty-first re-probe's O10; after a
+    ``$a$--$a$`` string: the forty-second's Q10); decoded where each stands in code, and
+    wherever its quote is found (a name in a string a function runs), one line each:
+    :func:`unicode_readings` gives every reading."""
     from ..sources.sqlcomments import uncommented
 
     if "--" in sql or "/*" in sql:
-        sql = uncommented(sql, True, True)
-    return _UNICODE_QUOTED.sub(_decoded, sql)
+        sql = uncommented(sql, True, "postgres")
+    return "\n".join(dict.fromkeys((_UNICODE_IN_CODE.sub(_decoded_in_code, sql),
+                                    _UNICODE_QUOTED.sub(_decoded, sql))))
 
 
 def unicode_readings(sql: str) -> list[str]:
     """``sql`` with its Unicode-escaped names written out in each reading of its comments
-    (:func:`~..sources.sqlcomments.readings`), or ``sql`` alone when it has none."""
+    (:func:`~..sources.sqlcomments.readings`), each decoded where it stands in code and
+    wherever its quote is found, or ``sql`` alone when it has none."""
     from ..sources.sqlcomments import readings
 
     if "&" not in sql:
         return [sql]
-    return list(dict.fromkeys(_UNICODE_QUOTED.sub(_decoded, text) for text in readings(sql)))
+    return list(dict.fromkeys(decoded for text in readings(sql) for decoded in (
+        _UNICODE_IN_CODE.sub(_decoded_in_code, text), _UNICODE_QUOTED.sub(_decoded, text))))
+
+
+def _decoded_in_code(match: re.Match[str]) -> str:
+    """A Unicode-escaped quote decoded (:func:`_decoded`); any other quote as it is."""
+    return match.group(0) if match.group(1) is None else _decoded(match)
 
 
 def _decoded(match: re.Match[str]) -> str:
@@ -265,8 +285,8 @@ _STATISTICS_CALL = re.compile(
 def statistics_call(sql: str) -> bool:
     """Whether ``sql`` calls a function that gives a table's statistics (row count, size,
     a sequence's value): a read of every table, as no text names the one it reads."""
-    return _STATISTICS_CALL.search(_INVISIBLE.sub("", unicode_escaped(sql) if "&" in sql
-                                                  else sql)) is not None
+    texts = (sql, *unicode_readings(sql)) if "&" in sql else (sql,)
+    return any(_STATISTICS_CALL.search(_INVISIBLE.sub("", text)) for text in texts)
 
 
 def _tables_of(sql: str, dialect: str | None, engine_read: bool) -> set[str]:

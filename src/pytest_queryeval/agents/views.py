@@ -411,7 +411,7 @@ def _spellings(sql: str) -> list[str]:
 
     out = [sql.lower()]
     for text in unicode_readings(sql):
-        for reading in readings(text.lower()):
-            plain = _NO_BLANKS.sub("(", reading)
+        for reading in readings(text):  # before lower case: ``$A$`` does not close ``$a$``
+            plain = _NO_BLANKS.sub("(", reading.lower())
             out += [plain.replace('"', "").replace("`", ""), dequoted(plain)]
     return list(dict.fromkeys(out))

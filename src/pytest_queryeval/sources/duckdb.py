@@ -575,7 +575,9 @@ class DuckdbSource(SandboxedFileSource):
         macros, views = self._path_objects
         if not macros and not views:
             return
-        texts = readings(query.lower())  # each way the engine may end its comments (O9)
+        # each way the engine may end its comments (O9), read before lower case (a dollar
+        # quote's tag is case-sensitive: ``$A$`` does not close ``$a$``)
+        texts = [text.lower() for text in readings(query)]
         plain = "\n".join(_PLAIN_SPELLING.sub("", text) for text in texts)
         called = set(_CALL.findall(plain)) & macros
         named = set(re.findall(r"[\w$]+", plain)) & views

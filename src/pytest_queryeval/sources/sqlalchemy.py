@@ -598,8 +598,8 @@ class SqlAlchemySource(SourceDefaults):
         tables = self._file_tables_of(conn)
         if not tables:
             return
-        words = {w for reading in readings(query.lower())
-                 for w in re.findall(r"[\w$]+", dequoted(reading))}
+        words = {w for reading in readings(query)  # read before lower case: ``$A$`` is no ``$a$``
+                 for w in re.findall(r"[\w$]+", dequoted(reading).lower())}
         if hit := sorted(words & tables):
             raise QueryRefused(f"{hit[0]} is a foreign table over the server's files (or a "
                                "view of one): file access, refused")
