@@ -308,3 +308,101 @@ def test_a_stable_wrapper_over_an_extensions_volatile_routine_is_refused(
                 source.execute("SELECT raw('employee') AS x")
         finally:
             source.close()
+
+
+#: The forty-third re-probe (43a) of the role wall: id -> (setup, query, what the refusal
+#: names). Each ran as the least-privilege role before (a host file, a program, a table read
+#: with 0), past a check that read the role's own attributes or a catalog changed in place.
+WALL_43 = {
+    # R1: a member of a NOLOGIN superuser role becomes it in a plain routine
+    "r1-member-of-a-superuser-role": (
+        ["CREATE ROLE qe43_admin{n} NOLOGIN SUPERUSER", "GRANT qe43_admin{n} TO {ro}",
+         "CREATE FUNCTION up() RETURNS text LANGUAGE plpgsql AS $$BEGIN PERFORM "
+         "set_config('role', 'qe43_admin{n}', true); RETURN pg_read_file('/etc/hostname'); "
+         "END$$", "CREATE VIEW hv AS SELECT up() AS h"],
+        "SELECT h FROM hv", "is a superuser"),
+    # R2, R10: c and internal marked trusted, a C second name of adminpack's file write
+    "r2-c-marked-trusted": (
+        ["UPDATE pg_language SET lanpltrusted = true WHERE lanname IN ('c', 'internal')",
+         "CREATE EXTENSION tablefunc",
+         "CREATE FUNCTION ct(text) RETURNS SETOF record LANGUAGE c STABLE STRICT "
+         "AS '$libdir/tablefunc', 'crosstab'"],
+        "SELECT * FROM ct('SELECT last_name, ''x''::text, last_name FROM employee "
+        "ORDER BY 1') AS t(n text, x text)", "LANGUAGE c marked trusted"),
+    # R3: a builtin replaced in place by an SQL body that reads a table
+    "r3-builtin-replaced-in-place": (
+        ["CREATE FUNCTION emp_names() RETURNS text LANGUAGE sql STABLE "
+         "AS 'SELECT string_agg(last_name, '','') FROM employee'",
+         "CREATE OR REPLACE FUNCTION pg_catalog.initcap(text) RETURNS text LANGUAGE sql "
+         "STABLE AS $$SELECT public.emp_names()$$"],
+        "SELECT initcap('x') AS n", "builtin initcap"),
+    # R6, R9: a system view replaced in place blinded the catalog read and this check
+    "r9-system-view-replaced-in-place": (
+        [_RF, "CREATE VIEW hv AS SELECT rf('/etc/hostname') AS h",
+         "CREATE OR REPLACE VIEW pg_catalog.pg_matviews AS SELECT * FROM "
+         "(SELECT * FROM pg_catalog.pg_matviews) s WHERE false"],
+        "SELECT * FROM hv", "system view pg_matviews"),
+}
+
+
+@pytest.mark.parametrize("form", sorted(WALL_43))
+def test_the_wall_holds_against_the_forty_third_re_probe(postgres_server: Any,
+                                                         form: str) -> None:
+    pytest.importorskip("sqlalchemy")
+    from pytest_queryeval.errors import QueryEvalError
+    from pytest_queryeval.sources.sqlalchemy import PrivilegedRole, SqlAlchemySource
+
+    n = uuid.uuid4().hex[:6]
+    setup, query, named = WALL_43[form]
+    setup = [s.format(n=n, ro=postgres_server.readonly_user) for s in setup]
+    hostname = Path("/etc/hostname").read_text().strip()
+    try:
+        with _database(postgres_server, f"q43_{form[:2]}_{n}", *setup) as name:
+            source = SqlAlchemySource("pg", postgres_server.readonly_url(name),
+                                      isolation="thread")
+            try:
+                try:
+                    got: Any = source.execute(query)
+                except QueryEvalError as e:
+                    got = e
+                assert isinstance(got, PrivilegedRole), got
+                assert named in str(got) and hostname not in str(got)
+            finally:
+                source.close()
+    finally:
+        postgres_server.superuser_execute(
+            f"DROP ROLE IF EXISTS qe43_admin{n}", database="postgres")
+
+
+#: R4: the negator of a written operator; R5: a domain's CHECK through a row type.
+HIDDEN_43 = [
+    (["CREATE TYPE mood AS ENUM ('a', 'b')",
+      "CREATE FUNCTION dummy_eq(mood, mood) RETURNS boolean LANGUAGE sql IMMUTABLE "
+      "AS 'SELECT true'",
+      "CREATE FUNCTION emp_neg(mood, mood) RETURNS boolean LANGUAGE plpgsql STABLE "
+      "AS $$BEGIN RETURN (SELECT count(*) FROM employee) > 1; END$$",
+      "CREATE OPERATOR public.%%% (LEFTARG = mood, RIGHTARG = mood, FUNCTION = emp_neg)",
+      "CREATE OPERATOR public.### (LEFTARG = mood, RIGHTARG = mood, FUNCTION = dummy_eq, "
+      "NEGATOR = %%%)"],
+     "SELECT NOT ('a'::mood ### 'b'::mood) AS x"),
+    (["CREATE FUNCTION dom_chk(text) RETURNS boolean LANGUAGE plpgsql STABLE "
+      "AS $$BEGIN RETURN (SELECT count(*) FROM employee) > 1; END$$",
+      "CREATE DOMAIN dom43 AS text CHECK (dom_chk(VALUE))",
+      "CREATE TYPE c43 AS (d dom43)"],
+     "SELECT ROW('x')::c43 AS x"),
+]
+
+
+@pytest.mark.parametrize(("setup", "sql"), HIDDEN_43, ids=["negator", "row-type-domain"])
+def test_a_read_the_planner_or_a_row_type_makes_counts(postgres_server: Any,
+                                                       setup: list[str], sql: str) -> None:
+    pytest.importorskip("sqlalchemy")
+    from pytest_queryeval.sources.sqlalchemy import SqlAlchemySource
+
+    with _database(postgres_server, "q43_h_" + uuid.uuid4().hex[:6], *setup) as name:
+        source = SqlAlchemySource("pg", postgres_server.readonly_url(name), isolation="thread")
+        try:
+            assert _counts(source, "employee", sql) == (1.0, 1.0, 1.0)
+            assert _counts(source, "employee", "SELECT count(*) FROM genre") == (0.0, 0.0, 0.0)
+        finally:
+            source.close()

@@ -99,10 +99,13 @@ def _attacks(server: PostgresServer, role: str) -> dict[str, tuple[str, str]]:
     }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def dblink(postgres_server: PostgresServer) -> Iterator[PostgresServer]:
     """dblink installed in the suite's database (its functions PUBLIC, as by default) and a
-    role that may DELETE from invoice_line: what a dblink connection string would name."""
+    role that may DELETE from invoice_line: what a dblink connection string would name. For
+    one test at a time: the role check refuses the read-only role while dblink is PUBLIC in
+    the suite's database, and a module's fixture stayed on while other modules' tests ran on
+    the same xdist worker."""
     postgres_server.install_dblink()
     postgres_server.superuser_execute(
         f"CREATE ROLE {WRITER} LOGIN PASSWORD '{WRITER_PASSWORD}'",

@@ -345,8 +345,8 @@ def _disarm(conn: Any, role: str) -> None:
     SECURITY DEFINER routine, a second name of a builtin, dblink, server files:
     :mod:`..sources.pgescape`) executable by PUBLIC no more: the copy is the run's own, and a
     C second name of ``dblink_exec`` otherwise wrote to the original database under
-    ``enforce`` (the forty-second re-probe's Q20). A foreign table stays: the agent's source
-    refuses its role then, as any datasource's."""
+    ``enforce`` (the forty-second re-probe's Q20). A foreign table, or a catalog changed in
+    place, stays: the agent's source refuses its role then, as any datasource's."""
     from ..sources.pgescape import ESCAPES_SQL
 
     conn.execute(f"SET ROLE {_ident(role)}")
@@ -355,7 +355,7 @@ def _disarm(conn: Any, role: str) -> None:
     finally:
         conn.execute("RESET ROLE")
     for kind, name, _ in routes:
-        if kind != "foreign":
+        if kind in ("definer", "unsandboxed", "dblink", "file"):
             conn.execute(f"REVOKE EXECUTE ON FUNCTION {name} FROM PUBLIC")
 
 

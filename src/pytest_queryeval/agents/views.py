@@ -120,7 +120,10 @@ _CATALOGS: dict[str, str] = {
         # the same database's employee gave its rows with 0: O5)
         "SELECT n.nspname::text, c.relname::text, '', 'foreign' FROM pg_class c "
         "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'f'",
-        "SELECT schemaname::text, matviewname::text, definition, NULL FROM pg_matviews",
+        # (the base catalogs, not the views over them: a system view replaced in place read
+        # nothing, the forty-third re-probe's R6)
+        "SELECT n.nspname::text, c.relname::text, pg_get_viewdef(c.oid), NULL FROM pg_class c "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'm'",
         # a partition or an inheritance child holds rows of its parent (a forbidden
         # partitioned table read through its partition counted nothing: 39a H4)
         "SELECT cn.nspname::text, c.relname::text, 'SELECT * FROM ' || quote_ident(pn.nspname)"
@@ -137,8 +140,10 @@ _CATALOGS: dict[str, str] = {
         # statistic of every table: ``SELECT last_value FROM emp2_id_seq``, 39a H7)
         "SELECT n.nspname::text, c.relname::text, 'SELECT * FROM pg_sequences', NULL "
         "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'S'",
-        "SELECT schemaname::text, tablename::text, 'SELECT ' || coalesce(qual, 'NULL') || ', '"
-        " || coalesce(with_check, 'NULL'), NULL FROM pg_policies",
+        "SELECT n.nspname::text, c.relname::text, 'SELECT ' || coalesce(pg_get_expr(p.polqual, "
+        "p.polrelid), 'NULL') || ', ' || coalesce(pg_get_expr(p.polwithcheck, p.polrelid), "
+        "'NULL'), NULL FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace",
         # a body in SQL-standard form (BEGIN ATOMIC) keeps no source text: its definition
         f"SELECT n.nspname::text, p.proname::text, CASE WHEN p.prosqlbody IS NULL THEN "
         f"p.prosrc ELSE pg_get_functiondef(p.oid) END, CASE WHEN p.prosqlbody IS NULL THEN "
@@ -167,6 +172,13 @@ _CATALOGS: dict[str, str] = {
         f"SELECT n.nspname::text, o.oprname::text, 'SELECT ' || quote_ident(p.proname) "
         f"|| '()', 'operator' FROM pg_operator o JOIN pg_proc p ON p.oid = o.oprcode "
         f"JOIN pg_namespace n ON n.oid = o.oprnamespace WHERE {_own('o.oid')}",
+        # and what its negator and commutator call: the planner calls them for it
+        # (``NOT (a ### b)`` is ``a %%% b``: the forty-third re-probe's R4)
+        f"SELECT n.nspname::text, o.oprname::text, 'SELECT ' || quote_ident(p.proname) "
+        f"|| '()', 'operator' FROM pg_operator o JOIN pg_operator x ON x.oid "
+        f"OPERATOR(pg_catalog.=) ANY (ARRAY[o.oprnegate, o.oprcom]::pg_catalog.oid[]) "
+        f"JOIN pg_proc p ON p.oid = x.oprcode "
+        f"JOIN pg_namespace n ON n.oid = o.oprnamespace WHERE {_own('x.oid')}",
         f"SELECT n.nspname::text, p.proname::text, 'SELECT ' || quote_ident(p.proname) "
         f"|| '()', 'always' FROM pg_amproc a JOIN pg_proc p ON p.oid = a.amproc "
         f"JOIN pg_namespace n ON n.oid = p.pronamespace WHERE {_own('p.oid')}",
@@ -180,6 +192,15 @@ _CATALOGS: dict[str, str] = {
         f"SELECT n.nspname::text, t.typname::text, 'SELECT ' || pg_get_constraintdef(c.oid), "
         f"'domain' FROM pg_constraint c JOIN pg_type t ON t.oid = c.contypid "
         f"JOIN pg_namespace n ON n.oid = t.typnamespace WHERE {_own('t.oid')}",
+        # a row type (a table's too) runs the checks of the domains its columns are of when a
+        # value is cast to it, the domain unnamed (``ROW('x')::c43``: R5): it names them
+        f"SELECT n.nspname::text, t.typname::text, 'SELECT NULL::' || quote_ident(an.nspname) "
+        f"|| '.' || quote_ident(at.typname), 'domain' FROM pg_type t "
+        f"JOIN pg_namespace n ON n.oid = t.typnamespace JOIN pg_attribute a "
+        f"ON a.attrelid = t.typrelid JOIN pg_type at ON at.oid = a.atttypid "
+        f"JOIN pg_namespace an ON an.oid = at.typnamespace "
+        f"WHERE t.typtype = 'c' AND at.typtype OPERATOR(pg_catalog.=) ANY "
+        f"(ARRAY['d', 'c']::pg_catalog.\"char\"[]) AND {_own('at.oid')}",
     ])),
 }
 

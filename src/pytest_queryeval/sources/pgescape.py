@@ -34,6 +34,17 @@ _EXTENSION_MEMBER = ("EXISTS (SELECT 1 FROM pg_catalog.pg_depend d WHERE d.class
                      "'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = p.oid "
                      "AND d.deptype = 'e')")
 
+#: A catalog row written after ``initdb`` made ``template0`` (its last database): a builtin
+#: replaced in place keeps its OID under 16384 but not its row version (``CREATE OR REPLACE
+#: FUNCTION pg_catalog.initcap(text) ... LANGUAGE sql`` over a table, ``CREATE OR REPLACE
+#: VIEW pg_catalog.pg_roles`` that blinded this very check: the forty-third re-probe's R3,
+#: R6, R9). Rows of builtins the server itself updates in place (statistics, a frozen
+#: transaction id) keep theirs; a ``GRANT`` or ``REVOKE`` on a builtin writes a new one, so
+#: only what a replacement changes is read this way (an SQL body, a view's rule).
+_AFTER_INITDB = ("pg_catalog.age({x}.xmin) OPERATOR(pg_catalog.<) (SELECT pg_catalog.age(d.xmin) "
+                 "FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) "
+                 "'template0')")
+
 #: (kind, name, how many of that kind) for every route the current role can take; the
 #: names are cut to five a kind. The routines are those the role may EXECUTE (what an
 #: operator, cast or policy calls is checked against the caller too); a foreign table is
@@ -51,7 +62,9 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
     OPERATOR(pg_catalog.||) ')'
   FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_language l ON l.oid OPERATOR(pg_catalog.=)
     p.prolang
-  WHERE NOT l.lanpltrusted AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
+  WHERE (NOT l.lanpltrusted
+         OR l.lanname OPERATOR(pg_catalog.=) ANY (ARRAY['c', 'internal']::pg_catalog.name[]))
+    AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
     AND p.prokind OPERATOR(pg_catalog.<>) 'a'
     AND p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
     AND (l.lanname OPERATOR(pg_catalog.<>) ALL (ARRAY['c', 'internal']::pg_catalog.name[])
@@ -72,6 +85,26 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
   UNION ALL
   SELECT 5, 'foreign', c.oid::pg_catalog.regclass::pg_catalog.text
   FROM pg_catalog.pg_class c WHERE c.relkind OPERATOR(pg_catalog.=) 'f'
+  UNION ALL
+  SELECT 6, 'tampered', 'LANGUAGE ' OPERATOR(pg_catalog.||) l.lanname::pg_catalog.text
+    OPERATOR(pg_catalog.||) ' marked trusted'
+  FROM pg_catalog.pg_language l
+  WHERE l.lanpltrusted
+    AND l.lanname OPERATOR(pg_catalog.=) ANY (ARRAY['c', 'internal']::pg_catalog.name[])
+  UNION ALL
+  SELECT 6, 'tampered', 'builtin ' OPERATOR(pg_catalog.||)
+    p.oid::pg_catalog.regprocedure::pg_catalog.text
+  FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_language l ON l.oid OPERATOR(pg_catalog.=)
+    p.prolang
+  WHERE p.oid OPERATOR(pg_catalog.<) 16384::pg_catalog.oid
+    AND (p.prosecdef OR p.proconfig IS NOT NULL
+         OR (l.lanname OPERATOR(pg_catalog.<>) ALL
+               (ARRAY['c', 'internal']::pg_catalog.name[]) AND {_AFTER_INITDB.format(x='p')}))
+  UNION ALL
+  SELECT 6, 'tampered', 'system view ' OPERATOR(pg_catalog.||)
+    r.ev_class::pg_catalog.regclass::pg_catalog.text
+  FROM pg_catalog.pg_rewrite r
+  WHERE r.oid OPERATOR(pg_catalog.<) 16384::pg_catalog.oid AND {_AFTER_INITDB.format(x='r')}
 ) e ORDER BY o, name
 """
 
@@ -84,6 +117,8 @@ _PHRASES = {
     "file": "can execute functions that read or write server files",
     "foreign": "reaches foreign tables (server files, programs or other servers, through "
                "the table, a view or a parent table)",
+    "tampered": "is checked against a catalog changed in place since initdb (no check made "
+                "through it can be trusted)",
 }
 
 

@@ -95,42 +95,47 @@ _DANGEROUS_ROLES = ("pg_write_all_data", "pg_write_server_files", "pg_read_serve
                     "pg_execute_server_program", "pg_signal_backend")
 _SYSTEM_SCHEMAS = "('pg_catalog', 'information_schema')"
 _SUPERUSER = ["is a superuser"]
+#: The role's attributes, and those of every role it may become (``MEMBER``: a routine's
+#: ``set_config('role', ...)`` needs no ``INHERIT``): a member of a superuser role passed as
+#: read-only, and a plain PL/pgSQL routine became the superuser and ran a program (the
+#: forty-third re-probe's R1).
 _ROLE_SQL = f"""
-SELECT current_user, r.rolsuper, r.rolcreaterole, r.rolreplication,
+SELECT current_user, bool_or(r.rolsuper), bool_or(r.rolcreaterole), bool_or(r.rolreplication),
        ARRAY(SELECT g.rolname::text FROM pg_roles g
              WHERE g.rolname IN ({", ".join(f"'{r}'" for r in _DANGEROUS_ROLES)})
                AND pg_has_role(current_user, g.oid, 'MEMBER') ORDER BY 1)
-FROM pg_roles r WHERE r.rolname = current_user
+FROM pg_roles r WHERE pg_has_role(current_user, r.oid, 'MEMBER')
 """
 _WRITABLE_SQL = f"""
 SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname),
        ARRAY(SELECT p FROM unnest(ARRAY['INSERT', 'UPDATE', 'DELETE', 'TRUNCATE']) p
-             WHERE has_table_privilege(c.oid, p)), count(*) OVER ()
+             WHERE EXISTS (SELECT 1 FROM pg_roles m WHERE pg_has_role(current_user, m.oid, 'MEMBER')
+                           AND has_table_privilege(m.oid, c.oid, p))), count(*) OVER ()
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND n.nspname NOT IN {_SYSTEM_SCHEMAS}
   AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp%'
-  AND (has_table_privilege(c.oid, 'INSERT') OR has_table_privilege(c.oid, 'UPDATE')
-       OR has_table_privilege(c.oid, 'DELETE') OR has_table_privilege(c.oid, 'TRUNCATE'))
+  AND EXISTS (SELECT 1 FROM pg_roles m, unnest(ARRAY['INSERT', 'UPDATE', 'DELETE', 'TRUNCATE']) p
+              WHERE pg_has_role(current_user, m.oid, 'MEMBER') AND has_table_privilege(m.oid, c.oid, p))
 ORDER BY 1 LIMIT 5
 """
 _OWNED_SQL = f"""
 SELECT kind, name, count(*) OVER () FROM (
   SELECT 1 AS o, 'database' AS kind, quote_ident(d.datname) AS name FROM pg_database d
-  WHERE d.datname = current_database() AND pg_has_role(current_user, d.datdba, 'USAGE')
+  WHERE d.datname = current_database() AND pg_has_role(current_user, d.datdba, 'MEMBER')
   UNION ALL
   SELECT 2, 'schema', quote_ident(n.nspname) FROM pg_namespace n
   WHERE n.nspname NOT IN {_SYSTEM_SCHEMAS} AND n.nspname NOT LIKE 'pg\\_%'
-    AND pg_has_role(current_user, n.nspowner, 'USAGE')
+    AND pg_has_role(current_user, n.nspowner, 'MEMBER')
   UNION ALL
   SELECT 3, 'table', quote_ident(n.nspname) || '.' || quote_ident(c.relname)
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
   WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND n.nspname NOT IN {_SYSTEM_SCHEMAS}
-    AND n.nspname NOT LIKE 'pg\\_%' AND pg_has_role(current_user, c.relowner, 'USAGE')
+    AND n.nspname NOT LIKE 'pg\\_%' AND pg_has_role(current_user, c.relowner, 'MEMBER')
   UNION ALL
   SELECT 4, 'function', quote_ident(n.nspname) || '.' || quote_ident(p.proname)
   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
   WHERE n.nspname NOT IN {_SYSTEM_SCHEMAS} AND n.nspname NOT LIKE 'pg\\_%'
-    AND pg_has_role(current_user, p.proowner, 'USAGE')
+    AND pg_has_role(current_user, p.proowner, 'MEMBER')
 ) owned ORDER BY o, name LIMIT 5
 """
 #: Every volatile overload of the functions a predicted query calls (pgguard.volatile_refusal).
