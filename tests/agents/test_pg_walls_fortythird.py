@@ -336,6 +336,38 @@ WALL_43 = {
          "CREATE OR REPLACE FUNCTION pg_catalog.initcap(text) RETURNS text LANGUAGE sql "
          "STABLE AS $$SELECT public.emp_names()$$"],
         "SELECT initcap('x') AS n", "builtin initcap"),
+    # R11: a contrib routine revoked by its extension, granted back to PUBLIC
+    "r11-pg-visibility-granted": (
+        ["CREATE EXTENSION pg_visibility",
+         "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO PUBLIC",
+         "CREATE VIEW tvm AS SELECT count(*) AS n FROM (SELECT "
+         "pg_truncate_visibility_map('public.genre'::regclass)) s"],
+        "SELECT n FROM tvm", "does not sandbox"),
+    # R13: a cast between two builtin types made by the database
+    "r13-cast-between-builtins": (
+        ["CREATE FUNCTION xid_one(xid) RETURNS text LANGUAGE sql AS $$SELECT '1'::text$$",
+         "CREATE CAST (xid AS text) WITH FUNCTION xid_one(xid)"],
+        "SELECT count(*) FROM genre", "cast xid -> text"),
+    # R14: a definer comparison routine revoked from PUBLIC, run by sorting unchecked
+    "r14-definer-opclass-support": (
+        ["CREATE TYPE pt AS (a int)",
+         "CREATE FUNCTION pt_cmp(pt, pt) RETURNS int LANGUAGE plpgsql VOLATILE SECURITY "
+         "DEFINER AS $$BEGIN RAISE EXCEPTION '%', pg_read_file('/etc/hostname'); END$$",
+         "REVOKE EXECUTE ON FUNCTION pt_cmp(pt, pt) FROM PUBLIC",
+         *(f"CREATE FUNCTION pt_{n}(pt, pt) RETURNS boolean LANGUAGE sql IMMUTABLE "
+           f"AS 'SELECT ($1).a {op} ($2).a'"
+           for n, op in (("lt", "<"), ("le", "<="), ("eq", "="), ("ge", ">="), ("gt", ">"))),
+         *(f"CREATE OPERATOR {op} (LEFTARG = pt, RIGHTARG = pt, FUNCTION = pt_{n})"
+           for n, op in (("lt", "<"), ("le", "<="), ("eq", "="), ("ge", ">="), ("gt", ">"))),
+         "CREATE OPERATOR CLASS pt_ops DEFAULT FOR TYPE pt USING btree AS OPERATOR 1 <, "
+         "OPERATOR 2 <=, OPERATOR 3 =, OPERATOR 4 >=, OPERATOR 5 >, FUNCTION 1 pt_cmp(pt, pt)"],
+        "SELECT x FROM (VALUES (ROW(2)::pt), (ROW(1)::pt)) v(x) ORDER BY x",
+        "run as another role"),
+    # M1: pg_monitor reads the server's settings, its paths among them
+    "m1-member-of-pg-monitor": (
+        ["GRANT pg_monitor TO {ro}"],
+        "SELECT setting FROM pg_settings WHERE name = 'data_directory'",
+        "pg_read_all_settings"),
     # R6, R9: a system view replaced in place blinded the catalog read and this check
     "r9-system-view-replaced-in-place": (
         [_RF, "CREATE VIEW hv AS SELECT rf('/etc/hostname') AS h",
@@ -371,7 +403,8 @@ def test_the_wall_holds_against_the_forty_third_re_probe(postgres_server: Any,
                 source.close()
     finally:
         postgres_server.superuser_execute(
-            f"DROP ROLE IF EXISTS qe43_admin{n}", database="postgres")
+            f"DROP ROLE IF EXISTS qe43_admin{n}",
+            f"REVOKE pg_monitor FROM {postgres_server.readonly_user}", database="postgres")
 
 
 #: R4: the negator of a written operator; R5: a domain's CHECK through a row type.
@@ -403,6 +436,43 @@ def test_a_read_the_planner_or_a_row_type_makes_counts(postgres_server: Any,
         source = SqlAlchemySource("pg", postgres_server.readonly_url(name), isolation="thread")
         try:
             assert _counts(source, "employee", sql) == (1.0, 1.0, 1.0)
+            assert _counts(source, "employee", "SELECT count(*) FROM genre") == (0.0, 0.0, 0.0)
+        finally:
+            source.close()
+
+
+def test_a_partial_index_predicate_counts_for_every_read_of_its_table(
+        postgres_server: Any) -> None:
+    """R12: the planner evaluates ``ixp()`` of ``CREATE INDEX ... ON genre ... WHERE ixp()``
+    when it plans any read of genre; ixp read employee with 0."""
+    pytest.importorskip("sqlalchemy")
+    from pytest_queryeval.sources.sqlalchemy import SqlAlchemySource
+
+    with _database(postgres_server, "q43_ix_" + uuid.uuid4().hex[:6],
+                   "CREATE FUNCTION ixp() RETURNS boolean LANGUAGE plpgsql IMMUTABLE "
+                   "AS $$BEGIN RETURN (SELECT count(*) FROM employee) > 0; END$$",
+                   "CREATE INDEX genre_p43 ON genre (genre_id) WHERE ixp()") as name:
+        source = SqlAlchemySource("pg", postgres_server.readonly_url(name), isolation="thread")
+        try:
+            assert _counts(source, "employee", "SELECT count(*) FROM genre WHERE genre_id = 1"
+                           ) == (1.0, 1.0, 1.0)
+            assert _counts(source, "genre", "SELECT count(*) FROM employee") == (0.0, 0.0, 0.0)
+        finally:
+            source.close()
+
+
+def test_a_range_type_of_the_database_is_not_refused(postgres_server: Any) -> None:
+    """M2: ``CREATE TYPE ... AS RANGE`` makes ``LANGUAGE internal`` constructors of the
+    database (OIDs from 16384): the type's own, not second names of builtins; the role was
+    refused and every case errored."""
+    pytest.importorskip("sqlalchemy")
+    from pytest_queryeval.sources.sqlalchemy import SqlAlchemySource
+
+    with _database(postgres_server, "q43_range_" + uuid.uuid4().hex[:6],
+                   "CREATE TYPE fr43 AS RANGE (subtype = float8)") as name:
+        source = SqlAlchemySource("pg", postgres_server.readonly_url(name), isolation="thread")
+        try:
+            assert source.execute("SELECT count(*) FROM genre").rows == [(1,)]
             assert _counts(source, "employee", "SELECT count(*) FROM genre") == (0.0, 0.0, 0.0)
         finally:
             source.close()

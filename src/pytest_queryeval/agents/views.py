@@ -102,11 +102,19 @@ _CATALOGS: dict[str, str] = {
         # pg_catalog.pg_get_viewdef(oid)`` keeps the OID: every view read nothing, Q9): the
         # row of a builtin made at bootstrap has xmin 1 until it is replaced
         "SELECT 'pg_catalog', p.proname::text, '', 'poisoned' FROM pg_proc p "
-        "WHERE p.pronamespace = 11::pg_catalog.oid AND p.xmin::text <> '1' "
+        "WHERE p.pronamespace = 11::pg_catalog.oid "
+        "AND p.xmin OPERATOR(pg_catalog.<>) '1'::pg_catalog.xid "
         f"AND (p.proname::text = ANY (ARRAY[{_CALLED_HERE}, 'text']::pg_catalog.text[]) "
         "OR p.oid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT o.oprcode FROM pg_operator o "
         "WHERE o.oprnamespace = 11::pg_catalog.oid AND o.oprname::text = ANY "
         "(ARRAY['=', '<>', '||', '>=']::pg_catalog.text[]))))",
+        # and a cast the database made between two builtin types (``CREATE CAST (xid AS
+        # text)`` made the check above read every row as unreplaced: the forty-third
+        # re-probe's R13)
+        "SELECT 'pg_catalog', 'cast', '', 'poisoned' FROM pg_cast c "
+        "WHERE c.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid "
+        "AND c.castsource OPERATOR(pg_catalog.<) 16384::pg_catalog.oid "
+        "AND c.casttarget OPERATOR(pg_catalog.<) 16384::pg_catalog.oid",
         "SELECT 'pg_catalog', o.oprname::text, '', 'poisoned' FROM pg_operator o "
         "WHERE o.oprnamespace = 11::pg_catalog.oid "
         "AND o.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid",
@@ -130,6 +138,19 @@ _CATALOGS: dict[str, str] = {
         " || '.' || quote_ident(p.relname), NULL FROM pg_inherits i JOIN pg_class c "
         "ON c.oid = i.inhrelid JOIN pg_namespace cn ON cn.oid = c.relnamespace "
         "JOIN pg_class p ON p.oid = i.inhparent JOIN pg_namespace pn ON pn.oid = p.relnamespace",
+        # the planner evaluates a table's index expressions, partial-index predicates and
+        # CHECK constraints when it plans a read of it (a partial index ON genre WHERE
+        # ixp(), ixp reading employee, made every read of genre read employee: the
+        # forty-third re-probe's R12)
+        f"SELECT n.nspname::text, c.relname::text, 'SELECT ' || coalesce(pg_get_expr("
+        f"i.indexprs, i.indrelid), 'NULL') || ', ' || coalesce(pg_get_expr(i.indpred, "
+        f"i.indrelid), 'NULL'), NULL FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid "
+        f"JOIN pg_namespace n ON n.oid = c.relnamespace WHERE (i.indexprs IS NOT NULL "
+        f"OR i.indpred IS NOT NULL) AND n.nspname NOT IN {_SYSTEM}",
+        f"SELECT n.nspname::text, c.relname::text, 'SELECT ' || pg_get_expr(k.conbin, "
+        f"k.conrelid), NULL FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid "
+        f"JOIN pg_namespace n ON n.oid = c.relnamespace WHERE k.contype = 'c' "
+        f"AND n.nspname NOT IN {_SYSTEM}",
         # a table's TOAST table holds its long values (``pg_toast.pg_toast_16509``, named by
         # the oid ``'docs'::regclass::oid`` gives: the thirty-ninth re-probe's H10)
         f"SELECT 'pg_toast', t.relname::text, 'SELECT * FROM ' || quote_ident(n.nspname) || "
@@ -151,8 +172,11 @@ _CATALOGS: dict[str, str] = {
         f"JOIN pg_namespace n ON n.oid = p.pronamespace JOIN pg_language l "
         f"ON l.oid = p.prolang WHERE {_own('p.oid')} AND p.prokind <> 'a' "
         # (a routine of LANGUAGE internal is a builtin's second name, ``my_xml`` for
-        # table_to_xml, which no list of the guard's names: every table, O3)
-        f"AND l.lanname <> 'c'",
+        # table_to_xml, which no list of the guard's names: every table, O3; but not the
+        # constructors the server makes for a range type: 43a M2)
+        f"AND l.lanname <> 'c' AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = "
+        f"1255::pg_catalog.oid AND d.objid = p.oid AND d.refclassid = 1247::pg_catalog.oid "
+        f"AND d.deptype = 'i')",
         # the DEFAULT expressions of its parameters run when a call leaves them out
         # (``dflt(a DEFAULT emp_cnt_pl())``: O15)
         f"SELECT n.nspname::text, p.proname::text, 'SELECT ' || pg_get_expr(p.proargdefaults, "

@@ -23,8 +23,37 @@ __all__ = ["ESCAPES_SQL", "escapes_found"]
 
 #: Extension libraries whose functions act outside the transaction or the role's rights
 #: (a connection of their own, server files, raw pages of any table).
-#: (dblink's own are the ``dblink`` route's.)
-_LIBRARIES = ("'$libdir/adminpack'", "'$libdir/pageinspect'")
+#: (dblink's own are the ``dblink`` route's.) The contrib modules that change what a
+#: transaction cannot roll back or read below the tables' grants, each revoked from PUBLIC by
+#: its own script: a grant back made ``pg_truncate_visibility_map`` change a table's
+#: visibility map for good from the read-only transaction (the forty-third re-probe's R11).
+_LIBRARIES = tuple(f"'$libdir/{m}'" for m in (
+    "adminpack", "pageinspect", "pg_visibility", "pg_surgery", "pg_walinspect", "pg_prewarm",
+    "pg_buffercache", "pg_freespacemap", "pgrowlocks", "pgstattuple", "amcheck",
+    "old_snapshot", "pg_stat_statements"))
+#: A routine the server calls with no EXECUTE check of the caller's: an operator class's
+#: support routine (sorting's comparison), an aggregate's, a type's, a range's, an operator's
+#: estimator (the forty-third re-probe's R14: a definer comparison revoked from PUBLIC ran as
+#: the superuser for an ORDER BY).
+_CALLED_UNCHECKED = """(
+    SELECT a.amproc FROM pg_catalog.pg_amproc a
+    UNION ALL SELECT pg_catalog.unnest(ARRAY[g.aggtransfn, g.aggfinalfn, g.aggcombinefn,
+      g.aggserialfn, g.aggdeserialfn, g.aggmtransfn, g.aggminvtransfn, g.aggmfinalfn]::
+      pg_catalog.oid[]) FROM pg_catalog.pg_aggregate g
+    UNION ALL SELECT pg_catalog.unnest(ARRAY[t.typinput, t.typoutput, t.typreceive, t.typsend,
+      t.typmodin, t.typmodout, t.typanalyze, t.typsubscript]::pg_catalog.oid[])
+      FROM pg_catalog.pg_type t
+    UNION ALL SELECT pg_catalog.unnest(ARRAY[r.rngcanonical, r.rngsubdiff]::pg_catalog.oid[])
+      FROM pg_catalog.pg_range r
+    UNION ALL SELECT pg_catalog.unnest(ARRAY[o.oprcode, o.oprrest, o.oprjoin]::
+      pg_catalog.oid[]) FROM pg_catalog.pg_operator o
+    UNION ALL SELECT c.castfunc FROM pg_catalog.pg_cast c)"""
+#: A routine the server made for a type of the database (a range type's constructors, in
+#: ``internal``): the type's, not a second name of a builtin (the forty-third re-probe's M2).
+_TYPE_MEMBER = ("EXISTS (SELECT 1 FROM pg_catalog.pg_depend d WHERE d.classid = "
+                "'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = p.oid "
+                "AND d.refclassid = 'pg_catalog.pg_type'::pg_catalog.regclass "
+                "AND d.deptype = 'i')")
 #: Builtins that reach server files (superuser-only unless granted: a grant is an escape;
 #: ``pg_read_file_old``, adminpack's old name, checks for a superuser itself).
 _FILE_BUILTINS = ("'lo_export'", "'lo_import'", "'pg_read_file'", "'pg_read_binary_file'",
@@ -55,7 +84,8 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
   SELECT 1 AS o, 'definer' AS kind, p.oid::pg_catalog.regprocedure::pg_catalog.text AS name
   FROM pg_catalog.pg_proc p
   WHERE p.prosecdef AND NOT pg_catalog.pg_has_role(current_user, p.proowner, 'USAGE')
-    AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
+    AND (pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
+         OR p.oid OPERATOR(pg_catalog.=) ANY (ARRAY{_CALLED_UNCHECKED}))
   UNION ALL
   SELECT 2, 'unsandboxed', p.oid::pg_catalog.regprocedure::pg_catalog.text
     OPERATOR(pg_catalog.||) ' (LANGUAGE ' OPERATOR(pg_catalog.||) l.lanname::pg_catalog.text
@@ -64,8 +94,9 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
     p.prolang
   WHERE (NOT l.lanpltrusted
          OR l.lanname OPERATOR(pg_catalog.=) ANY (ARRAY['c', 'internal']::pg_catalog.name[]))
-    AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
-    AND p.prokind OPERATOR(pg_catalog.<>) 'a'
+    AND (pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
+         OR p.oid OPERATOR(pg_catalog.=) ANY (ARRAY{_CALLED_UNCHECKED}))
+    AND p.prokind OPERATOR(pg_catalog.<>) 'a' AND NOT {_TYPE_MEMBER}
     AND p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
     AND (l.lanname OPERATOR(pg_catalog.<>) ALL (ARRAY['c', 'internal']::pg_catalog.name[])
          OR NOT {_EXTENSION_MEMBER}
@@ -100,6 +131,14 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
     AND (p.prosecdef OR p.proconfig IS NOT NULL
          OR (l.lanname OPERATOR(pg_catalog.<>) ALL
                (ARRAY['c', 'internal']::pg_catalog.name[]) AND {_AFTER_INITDB.format(x='p')}))
+  UNION ALL
+  SELECT 6, 'tampered', 'cast ' OPERATOR(pg_catalog.||) c.castsource::pg_catalog.regtype::
+    pg_catalog.text OPERATOR(pg_catalog.||) ' -> ' OPERATOR(pg_catalog.||)
+    c.casttarget::pg_catalog.regtype::pg_catalog.text
+  FROM pg_catalog.pg_cast c
+  WHERE c.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+    AND c.castsource OPERATOR(pg_catalog.<) 16384::pg_catalog.oid
+    AND c.casttarget OPERATOR(pg_catalog.<) 16384::pg_catalog.oid
   UNION ALL
   SELECT 6, 'tampered', 'system view ' OPERATOR(pg_catalog.||)
     r.ev_class::pg_catalog.regclass::pg_catalog.text

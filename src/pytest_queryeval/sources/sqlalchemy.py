@@ -91,8 +91,12 @@ _KILL_GRACE = 2.0
 #: Address space a query may use in the worker (``max_memory``).
 DEFAULT_MAX_MEMORY = 1024 * 1024 * 1024
 #: Built-in PostgreSQL roles whose members reach beyond the database's tables.
+#: (``pg_read_all_settings`` gives the server's paths, ``data_directory`` and the rest, and
+#: ``pg_read_all_stats`` every session's query text: pg_monitor holds both, the forty-third
+#: re-probe's M1.)
 _DANGEROUS_ROLES = ("pg_write_all_data", "pg_write_server_files", "pg_read_server_files",
-                    "pg_execute_server_program", "pg_signal_backend")
+                    "pg_execute_server_program", "pg_signal_backend", "pg_read_all_settings",
+                    "pg_read_all_stats")
 _SYSTEM_SCHEMAS = "('pg_catalog', 'information_schema')"
 _SUPERUSER = ["is a superuser"]
 #: The role's attributes, and those of every role it may become (``MEMBER``: a routine's
