@@ -476,3 +476,23 @@ def test_a_range_type_of_the_database_is_not_refused(postgres_server: Any) -> No
             assert _counts(source, "employee", "SELECT count(*) FROM genre") == (0.0, 0.0, 0.0)
         finally:
             source.close()
+
+
+def test_a_grant_on_a_builtin_the_catalog_read_calls_is_no_replacement(
+        postgres_server: Any) -> None:
+    """43a M3: a REVOKE and GRANT back on ``pg_get_functiondef`` wrote a new row, and every
+    case's counts were unknown ('the database made pg_get_functiondef')."""
+    pytest.importorskip("sqlalchemy")
+    from pytest_queryeval.agents.views import with_views
+    from pytest_queryeval.sources.sqlalchemy import SqlAlchemySource
+
+    with _database(postgres_server, "q43_grant_" + uuid.uuid4().hex[:6],
+                   "CREATE VIEW v_emp AS SELECT * FROM employee",
+                   "REVOKE EXECUTE ON FUNCTION pg_catalog.pg_get_functiondef(oid) FROM PUBLIC",
+                   "GRANT EXECUTE ON FUNCTION pg_catalog.pg_get_functiondef(oid) TO PUBLIC"
+                   ) as name:
+        source = SqlAlchemySource("pg", postgres_server.readonly_url(name), isolation="thread")
+        try:
+            assert "employee" in with_views(source, {"v_emp"}, "SELECT * FROM v_emp")
+        finally:
+            source.close()

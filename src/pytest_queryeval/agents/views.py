@@ -104,6 +104,9 @@ _CATALOGS: dict[str, str] = {
         "SELECT 'pg_catalog', p.proname::text, '', 'poisoned' FROM pg_proc p "
         "WHERE p.pronamespace = 11::pg_catalog.oid "
         "AND p.xmin OPERATOR(pg_catalog.<>) '1'::pg_catalog.xid "
+        # (a replacement in internal or C runs the builtin's own code still, the server
+        # calls a builtin by its OID; a GRANT writes a new row too: 43a M3, L1)
+        "AND p.prolang OPERATOR(pg_catalog.<>) ALL (ARRAY[12, 13]::pg_catalog.oid[]) "
         f"AND (p.proname::text = ANY (ARRAY[{_CALLED_HERE}, 'text']::pg_catalog.text[]) "
         "OR p.oid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT o.oprcode FROM pg_operator o "
         "WHERE o.oprnamespace = 11::pg_catalog.oid AND o.oprname::text = ANY "
