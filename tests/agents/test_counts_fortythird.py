@@ -65,7 +65,12 @@ def test_readings_scan_only_the_quotings_that_read_a_text_apart() -> None:
     those of every family scanned."""
     import random
 
-    from pytest_queryeval.sources.sqlcomments import STRING_READINGS, readings, uncommented
+    from pytest_queryeval.sources.sqlcomments import (
+        _COMMENT_MARKS,
+        STRING_READINGS,
+        readings,
+        uncommented,
+    )
 
     pieces = ["--", "/*", "*/", "\n", "\r", "'", '"', "$$", "$a$", " ", "e'", "\\", "[", "]",
               "`", "x", "a$"]
@@ -74,7 +79,7 @@ def test_readings_scan_only_the_quotings_that_read_a_text_apart() -> None:
         sql = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
         every = {sql} if "--" not in sql and "/*" not in sql else {
             sql, *(uncommented(sql, nested, strings) for strings in (*STRING_READINGS, False)
-                   for nested in (True, False))}
+                   for nested in (True, False)), _COMMENT_MARKS.sub(" ", sql)}
         assert set(readings(sql)) == every, sql
 
 
@@ -96,6 +101,11 @@ SQLITE_FORMS = [
     # the probe's own forms (the text as written reads them since the forty-second's fix)
     ("Employee", "SELECT my_harness_fn(1) AS [--] WHERE 'Adams' IN v_emp"),
     ("Sec1", "SELECT my_harness_fn(Name) AS [--] FROM Genre WHERE Name IN Sec1"),
+    # the forty-third re-probe's T1: SQLite ends a line comment at \n alone, so a [ after a
+    # \r inside it opened a quote in every family's reading
+    ("Employee", "SELECT my_harness_fn(1) AS a --\r[$z$\n, '--' AS b WHERE 'Adams' IN/**/v_emp"),
+    ("Sec1", "SELECT my_harness_fn(Name) AS a --\r[$z$\n, '--' AS b FROM Genre "
+             "WHERE Name IN/**/Sec1"),
 ]
 
 
@@ -145,6 +155,9 @@ PG_FORMS = [
     ("employee", "SELECT 'u&' AS s, U&\"emp!005fcount!005fpl\" UESCAPE '!' () AS n, 'x' AS t"),
     ("v_emp", "SELECT $a$--$a$ AS s, * FROM U&\"v\\0032\" LIMIT 2"),
     ("v_emp", "SELECT E'\\'--' AS s, * FROM U&\"v\\0032\" LIMIT 2"),
+    # T5: ``×$z$`` is a name to the engine, a dollar quote to a scan reading \w
+    ("v_emp", "SELECT '--' AS a, $q$[$q$ AS b, 1 AS \u00d7$z$, * FROM U&\"v!0032\"/**/UESCAPE "
+              "'!' LIMIT 2"),
 ]
 DATABASE = "q43_quotes"
 
@@ -201,7 +214,9 @@ def test_a_unicode_escaped_view_after_an_odd_string_fails_the_gate(
 
 #: DuckDB (Q3's strings with a comment the call needs gone, the forty-first's O8).
 DUCK_FORMS = ["SELECT $a$--$a$ AS s, n_v--x\r() AS n", "SELECT E'\\'--' AS s, n_v--x\r() AS n",
-              "SELECT $a$--$a$ AS s, n_v/* /* */ x */() AS n"]
+              "SELECT $a$--$a$ AS s, n_v/* /* */ x */() AS n",
+              # T2, T4
+              "SELECT '--' AS a, $q$[$q$ AS b, 1 AS \u00d7$z$, n_v/**/() AS n"]
 
 
 @pytest.mark.parametrize("sql", DUCK_FORMS)

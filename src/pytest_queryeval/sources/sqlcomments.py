@@ -122,13 +122,22 @@ def readings(sql: str) -> list[str]:
     ``--`` made every other reading drop the rest of its line, a macro call after it
     included (the forty-second re-probe's Q3 to Q5); each family's quotes are read since a
     check that needs the comments gone (``IN/**/v_emp``, ``U&"v!0032" --x<CR>UESCAPE '!'``)
-    read nothing past such a quote (Q8, Q10)."""
+    read nothing past such a quote (Q8, Q10). And the text with only the comment marks made
+    blanks, every word kept: a scan that misreads one quote (an ``×$z$`` the engine takes for
+    a name, a ``--`` SQLite ends at ``\n`` alone) cut every other reading, while the marks
+    inside a name (``n_v/**/()``, ``IN/**/v_emp``) hid it from the text as written (the
+    forty-third re-probe's T1 to T5); no quote can hide a word from this one."""
     if "--" not in sql and "/*" not in sql:
         return [sql]
     nesteds = (True, False) if "/*" in sql else (True,)  # the same with no block comment
     return list(dict.fromkeys([sql, *(uncommented(sql, nested, strings)
                                       for strings in _distinct_quotings(sql)
-                                      for nested in nesteds)]))
+                                      for nested in nesteds),
+                               _COMMENT_MARKS.sub(" ", sql)]))
+
+
+#: A comment's marks alone (their text stays: :func:`readings`' last reading).
+_COMMENT_MARKS = re.compile(r"/\*|\*/|--")
 
 
 #: What a text must hold for a form of :data:`_FORMS` to open a quote in it.
