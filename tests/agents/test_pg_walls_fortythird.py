@@ -56,6 +56,19 @@ def _mark() -> str:
     return f"/tmp/qe43-{uuid.uuid4().hex}.txt"
 
 
+def _refusal(source: Any, query: str) -> Any:
+    """What ``query`` met on ``source``, asserted to be the role check's refusal."""
+    from pytest_queryeval.errors import QueryEvalError
+    from pytest_queryeval.sources.sqlalchemy import PrivilegedRole
+
+    try:
+        got: Any = source.execute(query)
+    except QueryEvalError as e:
+        got = e
+    assert isinstance(got, PrivilegedRole), got
+    return got
+
+
 def _route_forms(server: Any, mark: str) -> dict[str, tuple[list[str], str, str]]:
     """id: (setup, the hostile query, what the refusal names)."""
     dblink_loop = [
@@ -132,8 +145,7 @@ def test_a_role_that_reaches_past_the_transaction_is_refused(postgres_server: An
     """Before: each query ran as the read-only role (the host's hostname in its rows or its
     error, the mark file written, ``pwn43`` created in the suite's database)."""
     pytest.importorskip("sqlalchemy")
-    from pytest_queryeval.errors import QueryEvalError
-    from pytest_queryeval.sources.sqlalchemy import PrivilegedRole, SqlAlchemySource
+    from pytest_queryeval.sources.sqlalchemy import SqlAlchemySource
 
     mark = _mark()
     setup, query, named = _route_forms(postgres_server, mark)[form]
@@ -146,11 +158,7 @@ def test_a_role_that_reaches_past_the_transaction_is_refused(postgres_server: An
     with _database(postgres_server, name, *setup):
         source = SqlAlchemySource("pg", postgres_server.readonly_url(name), isolation="thread")
         try:
-            try:
-                got: Any = source.execute(query)
-            except QueryEvalError as e:
-                got = e
-            assert isinstance(got, PrivilegedRole), got
+            got = _refusal(source, query)
             assert re.search(named, str(got)) and "allow_privileged" in str(got)
             assert hostname not in str(got)
         finally:
@@ -381,8 +389,7 @@ WALL_43 = {
 def test_the_wall_holds_against_the_forty_third_re_probe(postgres_server: Any,
                                                          form: str) -> None:
     pytest.importorskip("sqlalchemy")
-    from pytest_queryeval.errors import QueryEvalError
-    from pytest_queryeval.sources.sqlalchemy import PrivilegedRole, SqlAlchemySource
+    from pytest_queryeval.sources.sqlalchemy import SqlAlchemySource
 
     n = uuid.uuid4().hex[:6]
     setup, query, named = WALL_43[form]
@@ -393,11 +400,7 @@ def test_the_wall_holds_against_the_forty_third_re_probe(postgres_server: Any,
             source = SqlAlchemySource("pg", postgres_server.readonly_url(name),
                                       isolation="thread")
             try:
-                try:
-                    got: Any = source.execute(query)
-                except QueryEvalError as e:
-                    got = e
-                assert isinstance(got, PrivilegedRole), got
+                got = _refusal(source, query)
                 assert named in str(got) and hostname not in str(got)
             finally:
                 source.close()

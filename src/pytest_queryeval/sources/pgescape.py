@@ -21,9 +21,8 @@ from typing import Any
 
 __all__ = ["ESCAPES_SQL", "escapes_found"]
 
-#: Extension libraries whose functions act outside the transaction or the role's rights
-#: (a connection of their own, server files, raw pages of any table).
-#: (dblink's own are the ``dblink`` route's.) The contrib modules that change what a
+#: Extension libraries whose functions act outside the transaction or below the tables'
+#: grants (dblink's own are the ``dblink`` route's): the contrib modules that change what a
 #: transaction cannot roll back or read below the tables' grants, each revoked from PUBLIC by
 #: its own script: a grant back made ``pg_truncate_visibility_map`` change a table's
 #: visibility map for good from the read-only transaction (the forty-third re-probe's R11).
@@ -50,18 +49,26 @@ _CALLED_UNCHECKED = """(
     UNION ALL SELECT c.castfunc FROM pg_catalog.pg_cast c)"""
 #: A routine the server made for a type of the database (a range type's constructors, in
 #: ``internal``): the type's, not a second name of a builtin (the forty-third re-probe's M2).
-_TYPE_MEMBER = ("EXISTS (SELECT 1 FROM pg_catalog.pg_depend d WHERE d.classid = "
-                "'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = p.oid "
-                "AND d.refclassid = 'pg_catalog.pg_type'::pg_catalog.regclass "
-                "AND d.deptype = 'i')")
+def _depends(deptype: str, on: str = "") -> str:
+    """A condition: routine ``p`` has a ``pg_depend`` row of ``deptype`` (on a row of the
+    catalog ``on``, when given)."""
+    of = f"AND d.refclassid = 'pg_catalog.{on}'::pg_catalog.regclass " if on else ""
+    return ("EXISTS (SELECT 1 FROM pg_catalog.pg_depend d WHERE d.classid = "
+            "'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = p.oid "
+            f"{of}AND d.deptype = '{deptype}')")
+
+
+_TYPE_MEMBER = _depends("i", "pg_type")
 #: Builtins that reach server files (superuser-only unless granted: a grant is an escape;
 #: ``pg_read_file_old``, adminpack's old name, checks for a superuser itself).
 _FILE_BUILTINS = ("'lo_export'", "'lo_import'", "'pg_read_file'", "'pg_read_binary_file'",
                   "'pg_ls_dir'", "'pg_stat_file'", "'pg_file_write'")
 #: An extension's member routine (``deptype 'e'``).
-_EXTENSION_MEMBER = ("EXISTS (SELECT 1 FROM pg_catalog.pg_depend d WHERE d.classid = "
-                     "'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = p.oid "
-                     "AND d.deptype = 'e')")
+_EXTENSION_MEMBER = _depends("e")
+#: What the role reaches of routine ``p``: what it may execute, and what the server calls
+#: for it unchecked.
+_REACHED = ("(pg_catalog.has_function_privilege(p.oid, 'EXECUTE') "
+            f"OR p.oid OPERATOR(pg_catalog.=) ANY (ARRAY{_CALLED_UNCHECKED}))")
 
 #: A catalog row written after ``initdb`` made ``template0`` (its last database): a builtin
 #: replaced in place keeps its OID under 16384 but not its row version (``CREATE OR REPLACE
@@ -84,8 +91,7 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
   SELECT 1 AS o, 'definer' AS kind, p.oid::pg_catalog.regprocedure::pg_catalog.text AS name
   FROM pg_catalog.pg_proc p
   WHERE p.prosecdef AND NOT pg_catalog.pg_has_role(current_user, p.proowner, 'USAGE')
-    AND (pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
-         OR p.oid OPERATOR(pg_catalog.=) ANY (ARRAY{_CALLED_UNCHECKED}))
+    AND {_REACHED}
   UNION ALL
   SELECT 2, 'unsandboxed', p.oid::pg_catalog.regprocedure::pg_catalog.text
     OPERATOR(pg_catalog.||) ' (LANGUAGE ' OPERATOR(pg_catalog.||) l.lanname::pg_catalog.text
@@ -94,8 +100,7 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
     p.prolang
   WHERE (NOT l.lanpltrusted
          OR l.lanname OPERATOR(pg_catalog.=) ANY (ARRAY['c', 'internal']::pg_catalog.name[]))
-    AND (pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
-         OR p.oid OPERATOR(pg_catalog.=) ANY (ARRAY{_CALLED_UNCHECKED}))
+    AND {_REACHED}
     AND p.prokind OPERATOR(pg_catalog.<>) 'a' AND NOT {_TYPE_MEMBER}
     AND p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
     AND (l.lanname OPERATOR(pg_catalog.<>) ALL (ARRAY['c', 'internal']::pg_catalog.name[])
