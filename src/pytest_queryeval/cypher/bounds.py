@@ -27,25 +27,13 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from ..errors import QueryRefused
+from . import operands
+from .operands import Token as Token
 
 _V = TypeVar("_V")
-
-
-class Token(Protocol):
-    """A token of :func:`.guard.tokens` (this module does not import the guard, which calls
-    it)."""
-
-    @property
-    def text(self) -> str: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def line(self) -> int: ...
-    @property
-    def column(self) -> int: ...
 
 
 def where(tok: Token) -> str:
@@ -285,13 +273,14 @@ def _projection_bar(code: Sequence[Token], start: int, end: int) -> int | None:
 
 def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
                   scopes: list[tuple[int, ...]]
-                  ) -> tuple[dict[int, int], dict[int, int], frozenset[int]]:
+                  ) -> tuple[dict[int, int], dict[int, int], frozenset[int], frozenset[int]]:
     """Every ``range()``, list literal and use of a name bound to a list they made (``WITH
     range(1, 10) AS xs``, ``collect`` of the rows ranges were unwound into, ``x`` in ``[x IN
     [range(1, 10)] | ...]``, a ``reduce()``'s accumulator: :func:`_accumulated`), by index:
     the values each may hold (conservatively: what the named expression's sources hold). And
     the accumulator's uses its ``reduce()``'s steps do not repeat as walks, by index: its
-    bracket (:func:`_steady`)."""
+    bracket (:func:`_steady`). And the uses of names whose list holds lists (an element of it
+    is no scalar: :func:`.operands.copies`)."""
     sources = {i: size for i, (size, _) in ranges.items()}
     rows = _rows(code, ranges)
     for i, tok in enumerate(code):  # list literals: [1, 2, 3] holds 3
@@ -305,6 +294,7 @@ def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
     names: dict[str, int] = {}
     ranged: set[str] = set()  # names bound to a list a range built (:func:`_held`)
     ranged_uses: set[int] = set()
+    deep: set[int] = set()
     elements: dict[str, int] = {}  # what an element of a named list may hold
     pending: dict[int, list[tuple[str, int]]] = {}  # a list's end -> the names it binds
     reduces = _accumulators(code, scopes)
@@ -322,6 +312,8 @@ def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
                 and names.get(name) and not (i and code[i - 1].text.upper() == "AS"):
             sources[i] = names[name]
             steady.use(i, name)
+            if elements.get(name):
+                deep.add(i)
             if name in ranged:
                 ranged_uses.add(i)
         if _star(code, i) and (held_ranged := [names[n] for n in ranged if names.get(n)]):
@@ -335,14 +327,25 @@ def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
         if word != "AS" or i + 1 >= len(code) or code[i + 1].kind not in ("word", "quoted"):
             continue
         start, keyword = _named(code, scopes, i)
-        held = sum(sources.get(k, 0) for k in range(start, i))
+        held = sum(sources.get(k, 0) for k in range(start, i)
+                   if not _in_scalar_call(code, scopes, k, start))
         if keyword == "UNWIND":  # one element a row: a collected list's are scalars
             held = _element(code, sources, elements, start, i)
         (ranged.add if held and _ranged(code, ranges, ranged_uses, start, i, sources)
          else ranged.discard)(code[i + 1].text.strip("`"))
         names[code[i + 1].text.strip("`")] = held
         elements[code[i + 1].text.strip("`")] = _element(code, sources, elements, start, i)
-    return sources, steady.uses, frozenset(ranged_uses)
+    return sources, steady.uses, frozenset(ranged_uses), frozenset(deep)
+
+
+def _in_scalar_call(code: Sequence[Token], scopes: list[tuple[int, ...]], k: int,
+                    start: int) -> bool:
+    """Whether ``code[k]`` is inside a call of :data:`_NOT_LISTS_OR_TEXT` that starts at or after
+    ``code[start]``: what the name the expression is bound to holds is a number there, not
+    the list it measured (``WITH ms, size(ms) AS n`` bound ``n`` to the list: the
+    forty-third re-probe's M2)."""
+    return any(b > start and code[b].text == "(" and code[b - 1].kind == "word"
+               and _function(code, b - 1) in _NOT_LISTS_OR_TEXT for b in scopes[k])
 
 
 @dataclass(frozen=True)
@@ -513,7 +516,7 @@ def _rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]]) -> list[int
     an ``UNWIND`` of anything else on (errs high: a ``WITH`` that aggregates does not
     lower it)."""
     out: list[int] = []
-    rows, matched, depth, aggregated = 1, False, 0, False
+    rows, matched, depth, aggregated, exact = 1, False, 0, False, True
     for i, tok in enumerate(code):
         if tok.kind == "punct" and tok.text in _OPEN:
             depth += 1
@@ -525,31 +528,141 @@ def _rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]]) -> list[int
             # past ``WITH collect(x) AS r``: one row, from which a MATCH of one pattern
             # matches what a first one does (``WITH collect(n.name) AS names MATCH (m:Movie)
             # RETURN m.title, names`` was taken for a product and refused)
-            rows, aggregated, matched = 1, False, False
+            rows, aggregated, matched, exact = 1, False, False, True
         if word == "MATCH":
             one = not matched and _one_pattern(code, i + 1)
-            rows, matched = _times(rows, UNSIZED_LIST) if one \
+            rows, matched = _times(rows, UNSIZED_LIST, False) if one \
                 else max(rows, UNBOUNDED_ROWS), True
+            exact = False
         elif word in _ROW_SOURCES:
-            rows = max(rows, UNBOUNDED_ROWS)
+            rows, exact = max(rows, UNBOUNDED_ROWS), False
         elif word == "UNWIND":
             size = _unwound(code, ranges, i + 1)
-            rows = max(rows, UNBOUNDED_ROWS) if size is None else _times(rows, size)
-        elif word == "LIMIT" and depth == 0 and (lit := _literal(code, i + 1)) is not None:
-            # unbounded rows are as many as a literal LIMIT lets through: ``WITH y LIMIT
-            # 4000000`` after a product of ranges kept 4,000,000 rows, which a collect() then
-            # held as one list counted as 1,000,000 (the forty-second re-probe's Q1, Q2)
-            rows = max(lit[0], 0) if rows >= UNBOUNDED_ROWS else min(rows, max(lit[0], 0))
+            rows = max(rows, UNBOUNDED_ROWS) if size is None else _times(rows, size, exact)
+            exact = exact and size is not None
+        elif word == "LIMIT" and depth == 0 and _limits(code, i):
+            # unbounded rows are as many as a LIMIT lets through: ``WITH y LIMIT 4000000``
+            # after a product of ranges kept 4,000,000 rows, which a collect() then held as
+            # one list counted as 1,000,000 (the forty-second re-probe's Q1, Q2)
+            limit = _limit(code, i + 1)
+            if limit is None and rows >= UNBOUNDED_ROWS:
+                raise QueryRefused(f"LIMIT at {where(tok)} is not a number the guard can read "
+                                   "after rows it cannot bound: only a number or arithmetic "
+                                   "of numbers is sent there")
+            if limit is not None and (rows >= UNBOUNDED_ROWS or limit <= rows):
+                rows, exact = limit, True
         if word == "WITH" and depth == 0:
             aggregated = _aggregates_only(code, i + 1)  # its own items see the rows before
         out.append(rows)
     return out
 
 
-def _times(rows: int, each: int) -> int:
-    """``rows`` times ``each``, capped at :data:`UNBOUNDED_ROWS` unless ``rows`` (a literal
-    ``LIMIT``'s) already passed it: a cap never lowers what the text says."""
-    return min(rows * each, max(rows, UNBOUNDED_ROWS))
+def _times(rows: int, each: int, exact: bool) -> int:
+    """``rows`` times ``each``; when ``rows`` are a guess (a graph's matches, counted as
+    :data:`UNSIZED_LIST` or :data:`UNBOUNDED_ROWS`), capped at :data:`UNBOUNDED_ROWS` unless
+    they already passed it. Rows the text counts (ranges and list literals unwound, a
+    ``LIMIT``) are multiplied whole: ``UNWIND range(1, 1000) ... UNWIND range(1, 1000) ...
+    UNWIND range(1, 8)`` is 8,000,000 rows, which a ``collect()`` holds as one list (the
+    forty-third re-probe's S2 counted 1,000,000)."""
+    return rows * each if exact else min(rows * each, max(rows, UNBOUNDED_ROWS))
+
+
+def _limits(code: Sequence[Token], i: int) -> bool:
+    """Whether the word ``LIMIT`` at ``code[i]`` is the clause: FalkorDB takes ``limit`` for a
+    name too (``MATCH limit = (a), (b) ... RETURN limit``)."""
+    after = code[i + 1] if i + 1 < len(code) else None
+    return after is not None and after.text not in ("=", ",", ".", ")", "]", "}", "[") \
+        and not (after.kind == "word" and after.text.upper() in _CLAUSES | {"AS"})
+
+
+#: Calls a ``LIMIT``'s arithmetic may use (:func:`_limit`).
+_LIMIT_CALLS: dict[str, Callable[[float], float]] = {
+    "tointeger": math.floor, "tofloat": float, "round": round, "floor": math.floor,
+    "ceil": math.ceil, "abs": abs}
+#: The most rows a ``LIMIT`` counts as (past it, the value is no count the server keeps).
+_LIMIT_CAP = 10**15
+
+
+def _limit(code: Sequence[Token], at: int) -> int | None:
+    """The rows the ``LIMIT`` whose expression starts at ``code[at]`` lets through, when the
+    expression is numbers and arithmetic (``(8000000)``, ``toInteger(4000000)``,
+    ``4000000.0``, ``4e6``, ``2000000 * 2``); None for anything else (a parameter, a name).
+    Only a number right after ``LIMIT`` was read, so ``LIMIT 2000000*2`` counted 2,000,000
+    rows and ``LIMIT (8000000)`` none (the forty-third re-probe's S2)."""
+    end = at
+    while end < len(code) and not (code[end].kind == "word" and code[end].text.upper()
+                                   in _CLAUSES | {"UNION"}) and code[end].text != ";":
+        end += 1
+    parser = _Arithmetic(code[at:end])
+    value = parser.sum()
+    if value is None or parser.at != end - at or value != value:  # NaN
+        return None
+    return int(min(max(math.ceil(value), 0), _LIMIT_CAP))
+
+
+class _Arithmetic:
+    """Reads numbers and arithmetic (``+ - * / % ^``, brackets, :data:`_LIMIT_CALLS`) by
+    precedence; None when anything else is in it."""
+
+    def __init__(self, code: Sequence[Token]) -> None:
+        self.code, self.at = code, 0
+
+    def _next(self) -> str:
+        return self.code[self.at].text if self.at < len(self.code) else ""
+
+    def sum(self) -> float | None:
+        value = self.product()
+        while value is not None and self._next() in ("+", "-"):
+            sign = self._next()
+            self.at += 1
+            right = self.product()
+            value = None if right is None else value + right if sign == "+" else value - right
+        return value
+
+    def product(self) -> float | None:
+        value = self.power()
+        while value is not None and self._next() in ("*", "/", "%"):
+            op = self._next()
+            self.at += 1
+            right = self.power()
+            if right is None or (op != "*" and right == 0):
+                return None
+            value = value * right if op == "*" else value / right if op == "/" \
+                else math.fmod(value, right)
+            value = max(min(value, _LIMIT_CAP), -_LIMIT_CAP)
+        return value
+
+    def power(self) -> float | None:
+        value = self.atom()
+        if value is not None and self._next() == "^":
+            self.at += 1
+            right = self.atom()
+            if right is None:
+                return None
+            try:
+                value = min(abs(value) ** min(right, 64), _LIMIT_CAP)
+            except (OverflowError, ZeroDivisionError):
+                return None
+        return value
+
+    def atom(self) -> float | None:
+        text = self._next()
+        self.at += 1
+        if text in ("+", "-"):
+            value = self.atom()
+            return None if value is None else -value if text == "-" else value
+        if self.at - 1 < len(self.code) and self.code[self.at - 1].kind == "number":
+            return float(int(text, 16)) if text[:2].lower() == "0x" else float(text)
+        call = _LIMIT_CALLS.get(text.lower())
+        if call is not None and self._next() == "(":
+            self.at += 1
+        elif text != "(":
+            return None
+        value = self.sum()
+        if value is None or self._next() != ")":
+            return None
+        self.at += 1
+        return float(call(value)) if call is not None else value
 
 
 #: Clause words that end a ``WITH``'s projection.
@@ -691,13 +804,15 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
     iterated in each bracket hold, multiplied, by bracket; and the most values one list
     builds or walks (how many times an expression may be evaluated); and every list's
     values, by index (:func:`_list_sources`)."""
-    sources, steady, ranged = _list_sources(code, ranges, scopes)
+    sources, steady, ranged, deep = _list_sources(code, ranges, scopes)
     walked, own = _iterations(code, scopes, sources)
     own.update({(k, bracket): walked.get(bracket, 1) for k, bracket in steady.items()})
     rows = _rows(code, ranges)
     total = peak = 0
     clauses = _clauses(code) if sources else []
     copied = _copied(code, scopes, walked, ranged) if sources else frozenset()
+    copies = operands.copies(code, lambda k: _function(code, k) not in _NOT_LISTS, deep) \
+        if sources else []
     for i in sorted(sources):
         work = 1 if _measured(code, i) else sources[i]
         for bracket in scopes[i]:  # not repeated by the iteration over the list it is in
@@ -715,14 +830,15 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
             raise QueryRefused(f"{what} at {where(code[i])} brings the values the query's "
                                f"ranges build and walk past {MAX_RANGE_WORK:,}: the server "
                                "evaluates an expression without checking its timeout")
-        if i not in steady and (i in copied or _heavy_walk(code, i, scopes, ranges)):  # (a reduce()'s
-            # accumulator's copies are bounded by :func:`_check_reduce`)
-            work *= HEAVY_WALK
-            total += work - work // HEAVY_WALK
+        times = 0 if i in steady else max(copies[i], int(  # (a reduce()'s accumulator's
+            i in copied or _heavy_walk(code, i, scopes, ranges)))  # by :func:`_check_reduce`)
+        if times:
+            extra = work * (HEAVY_WALK * times - 1)
+            work, total = work + extra, total + extra
             if total > MAX_RANGE_WORK:
                 raise QueryRefused(f"{what} at {where(code[i])} is copied or walked by a "
                                    "call, a slice, a concatenation, a comprehension or a "
-                                   "projection, at "
+                                   f"projection ({times:,} times), at "
                                    f"about {HEAVY_WALK} times a value's walk: "
                                    f"{_count(total)} value walks in all, more than "
                                    f"{MAX_RANGE_WORK:,}, in expressions the server evaluates "
@@ -1441,6 +1557,14 @@ _SCALAR_CALLS = _NUMERIC_FUNCTIONS | {"any", "all", "none", "single", "exists", 
 #: Calls whose value is one value, or a list of numbers (``range()``: a name it binds, or
 #: unwinds, holds numbers).
 _NARROW_CALLS = _NUMERIC_FUNCTIONS | _AGGREGATES | _SCALAR_CALLS | {"range"}
+#: Calls whose value is a number or a truth, whatever their arguments hold.
+_NOT_LISTS_OR_TEXT = (_SCALAR_CALLS | _AGGREGATES) - {"collect", "min", "max"}
+#: Calls whose value is never a list (a number, a truth, a string): a slice or a ``+`` of it
+#: copies no list (:func:`.operands.copies`).
+_NOT_LISTS = _NOT_LISTS_OR_TEXT | {
+    "tostring", "tolower", "toupper", "trim", "ltrim", "rtrim", "substring", "left", "right",
+    "type", "startnode", "endnode", "tointegerornull", "tofloatornull", "tostringornull",
+    "toboolean"}
 
 
 def _numeric(code: Sequence[Token], i: int) -> bool:

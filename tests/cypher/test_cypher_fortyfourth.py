@@ -1,0 +1,193 @@
+"""Issue 58, the forty-third hostile re-probe of the Cypher kind (``rehearse: false`` on a
+FalkorDB server, where the guard's refusal before sending is the only wall); fixed in the
+forty-fourth round.
+
+S1, S3: a slice (``[1..]``) or a list concatenation (``+ []``) was weighed as a copy only when
+applied to a name bound to a list; applied in place to the list a ``collect()``, a
+``range()`` or a comprehension made, it cost nothing, so ``WITH collect({...})[1..] x6 AS l``
+after ``LIMIT 4000000`` held a 3 s server 27 s, ``size([x IN range(1,1000000) | {a:x,b:x}]
+[1..] x60)`` 20 s, and the honest golds after two such cases timed out (also through an
+agent's ``run_query``). Each slice and each ``+`` now copies what it applies to, whatever made
+it (:mod:`pytest_queryeval.cypher.operands`).
+
+S2: only a number right after ``LIMIT`` was read (``LIMIT 2000000*2`` counted 2,000,000
+rows, ``LIMIT (8000000)``, ``toInteger(...)``, ``4000000.0`` none), and rows the text counts
+(ranges unwound) were capped at 1,000,000 however many an ``UNWIND`` multiplied them by. A
+``LIMIT`` is read as arithmetic now (one the guard cannot read after unbounded rows is
+refused), and counted rows are multiplied whole.
+
+M2: ``WITH ms, size(ms) AS n`` bound ``n`` to the list it measured (refused as a list kept on
+each row); a name bound to a call whose value is no list holds no list.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pytest_queryeval.errors import QueryRefused
+from tests.cypher.test_cypher_thirtyninth import _unrehearsed
+from tests.fixtures.bolt_server import require, running_server
+from tests.support import run_report
+
+_PRODUCT = "UNWIND range(1,1000000) AS x UNWIND range(1,1000000) AS y WITH y LIMIT "
+_MAPS = "{a:y,b:y,c:y,d:y,e:y,f:y}"
+_COPIED = "copied or walked"
+
+
+def _chain(base: str, op: str, times: int) -> str:
+    return base + op * times
+
+
+#: (the query, a word of its refusal)
+REFUSED = {
+    "s1-slices": (_PRODUCT + "4000000 WITH " + _chain(f"collect({_MAPS})", "[1..]", 6)
+                  + " AS l RETURN size(l) AS s", _COPIED),
+    "s1-plus": (_PRODUCT + "4000000 WITH " + _chain(f"collect({_MAPS})", " + []", 6)
+                + " AS l RETURN size(l) AS s", _COPIED),
+    "s1-one-slice": (_PRODUCT + "4000000 WITH collect(" + _MAPS + ")[1..] AS l "
+                     "RETURN size(l) AS s", _COPIED),
+    "s1-from-zero": (_PRODUCT + "4000000 WITH " + _chain(f"collect({_MAPS})", "[0..]", 8)
+                     + " AS l RETURN size(l) AS s", _COPIED),
+    "s1-upper": (_PRODUCT + "4000000 WITH " + _chain(f"collect({_MAPS})", "[..4000000]", 6)
+                 + " AS l RETURN size(l) AS s", _COPIED),
+    "s1-distinct": (_PRODUCT + "4000000 WITH DISTINCT " + _chain(f"collect({_MAPS})", "[1..]", 6)
+                    + " AS l RETURN size(l) AS s", _COPIED),
+    "s1-grouped": (_PRODUCT + "4000000 WITH y % 2 AS k, "
+                   + _chain(f"collect({_MAPS})", "[1..]", 6) + " AS l RETURN size(l) AS s",
+                   _COPIED),
+    "s1-both-sides": (_PRODUCT + "4000000 WITH [] + collect(" + _MAPS + ") + [] AS l "
+                      "RETURN size(l) AS s", _COPIED),
+    "s1-return": (_PRODUCT + "1000000 RETURN size("
+                  + _chain(f"collect({_MAPS})", "[1..]", 20) + ") AS s", _COPIED),
+    "s1-no-limit": ("UNWIND range(1,1000000) AS y RETURN size("
+                    + _chain("collect({a:y,b:y})", "[1..]", 60) + ") AS s", _COPIED),
+    "s3-comprehension": ("RETURN size(" + _chain("[x IN range(1,1000000) | {a:x,b:x}]",
+                                                 "[1..]", 60) + ") AS s", _COPIED),
+    "s3-held": ("WITH " + _chain("[x IN range(1,1000000) | {a:x,b:x}]", "[1..]", 60)
+                + " AS l RETURN size(l) AS s", _COPIED),
+    "s3-range": ("RETURN size(" + _chain("range(1,1000000)", "[1..]", 3000) + ") AS s", _COPIED),
+    "s3-lists": ("RETURN size(" + _chain("[x IN range(1,1000000) | [x]]", "[1..]", 200)
+                 + ") AS s", _COPIED),
+    # one step past the probe: the same copies through CASE, a call that returns its
+    # argument, brackets, an element of a list of lists, a map's value, concatenation
+    "case": ("RETURN size(" + _chain("CASE WHEN true THEN [x IN range(1,1000000) | {a:x}] END",
+                                     "[1..]", 60) + ") AS s", _COPIED),
+    "coalesce": ("RETURN size(" + _chain("coalesce([x IN range(1,1000000) | {a:x}])",
+                                         "[1..]", 60) + ") AS s", _COPIED),
+    "brackets": ("RETURN size(" + _chain("([x IN range(1,1000000) | {a:x}])", "[1..]", 60)
+                 + ") AS s", _COPIED),
+    "element": ("WITH [[x IN range(1,1000000) | {a:x}]] AS l RETURN size("
+                + _chain("l[0]", "[1..]", 60) + ") AS s", _COPIED),
+    "map-value": ("RETURN size(" + _chain("{a: [x IN range(1,1000000) | {a:x}]}.a", "[1..]", 60)
+                  + ") AS s", _COPIED),
+    "concatenated": ("RETURN size(" + _chain("[x IN range(1,1000000) | {a:x}]", " + []", 60)
+                     + ") AS s", _COPIED),
+    # S2: a LIMIT's arithmetic, and counted rows multiplied whole
+    "limit-brackets": (_PRODUCT + "(8000000) WITH collect(" + _MAPS + ") AS l RETURN l AS a",
+                       "built or walked"),
+    "limit-call": (_PRODUCT + "toInteger(4000000) WITH collect(" + _MAPS + ") AS l "
+                   "RETURN l AS a", "built or walked"),
+    "limit-float": (_PRODUCT + "4000000.0 WITH collect(" + _MAPS + ") AS l RETURN l AS a",
+                    "built or walked"),
+    "limit-exponent": (_PRODUCT + "4e6 WITH collect(" + _MAPS + ") AS l RETURN l AS a",
+                       "built or walked"),
+    "limit-product": (_PRODUCT + "2000000*2 WITH collect(" + _MAPS + ") AS l "
+                      "RETURN {a:0} IN l AS a", "built or walked"),
+    "limit-unreadable": ("MATCH (a),(b) WITH a LIMIT size(keys(a)) * 1000000 "
+                         "WITH collect(a) AS l RETURN l AS a", "LIMIT at line 1"),
+    "unwound-after-limit": (_PRODUCT + "1000000 UNWIND [1,2,3,4,5,6,7,8] AS z WITH collect("
+                            + _MAPS + ") AS l RETURN l AS a", "brings the values|built or"),
+    "unwound-ranges": ("UNWIND range(1,1000) AS x UNWIND range(1,1000) AS y UNWIND range(1,8) "
+                       "AS z WITH collect(" + _MAPS + ") AS l RETURN l AS a", "built or walked"),
+}
+
+#: Honest queries beside them: sent (the last two were refused before).
+SENT = [
+    "MATCH (m:Movie) WITH collect(m.title)[0..5] AS top RETURN top",
+    "MATCH (m:Movie) WITH collect(m.title) + ['x'] AS ts RETURN ts",
+    "MATCH (p:Person)-[:ACTED_IN]->(m:Movie) WITH p, collect(m.title) AS titles "
+    "RETURN p.name, titles[0..3] AS first3",
+    "MATCH (p:Person)-[:ACTED_IN]->(m:Movie) RETURN p.name, collect(m.title)[0..3] AS first3",
+    "MATCH (n:Person) WITH collect(n.name) AS names RETURN names[0] + ', ' + names[1] AS two",
+    "MATCH (n:Person) RETURN 'people: ' + toString(count(n)) AS s",
+    "MATCH (m:Movie) RETURN m.title + ' (' + toString(m.released) + ')' AS t",
+    "MATCH (m:Movie) RETURN [x IN collect(m.released) | x + 1][1..] AS ys",
+    "RETURN [x IN range(1, 100) | x * 2][1..10] AS l",
+    "RETURN range(1, 10) + range(11, 20) AS l",
+    "MATCH (m:Movie) RETURN m.title LIMIT (3)",
+    "MATCH (a:Person), (b:Person) RETURN a.name, b.name LIMIT toInteger(10)",
+    "MATCH (a:Person), (b:Person) RETURN a.name, b.name LIMIT 10^2",
+    "MATCH (m:Movie) RETURN m.title ORDER BY m.title SKIP 1 LIMIT 5",
+    "UNWIND range(1, 10) AS x UNWIND range(1, 10) AS y RETURN x * y AS p LIMIT 3",
+    "MATCH (m:Movie) WITH collect(m) AS ms WITH ms, size(ms) AS n UNWIND ms AS m "
+    "RETURN m.title AS t, n",
+    "MATCH (m:Movie) WITH collect(m.title) AS ts WITH ts, size(ts) + 1 AS n UNWIND ts AS t "
+    "RETURN t, n",
+]
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_each_form_is_refused_before_it_is_sent(name: str) -> None:
+    query, why = REFUSED[name]
+    with pytest.raises(QueryRefused, match=why):
+        _unrehearsed(query)
+
+
+@pytest.mark.parametrize("query", SENT)
+def test_the_honest_forms_are_sent(query: str) -> None:
+    _unrehearsed(query)
+
+
+_COUNT = "MATCH (m:Movie) RETURN count(m) AS c"
+
+
+def _call(cid: str, query: str) -> list[dict[str, object]]:
+    return [{"role": "assistant", "content": None, "tool_calls": [{
+        "id": cid, "type": "function",
+        "function": {"name": "run_query", "arguments": json.dumps({"query": query})}}]},
+        {"role": "tool", "tool_call_id": cid, "content": "38"}]
+
+
+def test_the_hostile_cases_and_calls_are_refused_and_the_honest_ones_after_pass(
+        pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """End to end with ``rehearse: false`` and a 3 s timeout, on a server of its own: the
+    probe's S1 and S3 texts as predictions (each held the server 20 to 27 s, and the honest
+    golds after two of them timed out) and as an agent's second ``run_query`` (the agent case
+    passed while the server was held) are refused unsent; the honest cases after them pass
+    and the server runs nothing after the suite."""
+    require()
+    hostile = {name: REFUSED[name][0] for name in ("s1-slices", "s3-comprehension")}
+    runs = {"h0": {"predicted": _COUNT, "trajectory": _call("a", _COUNT)}}
+    for name, query in hostile.items():
+        runs[f"p-{name}"] = {"predicted": query, "trajectory": _call("a", _COUNT)}
+        runs[f"a-{name}"] = {"predicted": _COUNT,
+                             "trajectory": _call("a", _COUNT) + _call("b", query)}
+    runs.update({f"h{k}": runs["h0"] for k in (1, 2, 3)})
+    pytester.path.joinpath("runs.jsonl").write_text("".join(
+        json.dumps({"id": cid, **run}) + "\n" for cid, run in runs.items()))
+    cases = [{"id": cid, "question": "How many movies?", "gold": _COUNT,
+              **({"agent": True, "thresholds": {"write_attempts": {"max": 0}}}
+                 if cid.startswith("a-") else {})} for cid in runs]
+    pytester.path.joinpath("test_graph.yaml").write_text(yaml.safe_dump(
+        {"kind": "cypher", "datasource": "movies", "cases": cases}))
+    with running_server(tmp_path) as own:
+        pytester.path.joinpath("queryeval.yaml").write_text(yaml.safe_dump({
+            "datasources": {"movies": {"type": "bolt", "url": own.url, "timeout": 3,
+                                       "rehearse": False}},
+            "predictions": {"source": "file", "path": "runs.jsonl"}}))
+        try:
+            report = run_report(pytester, "-p", "no:cacheprovider", "--queryeval-no-cache")[1]
+        finally:
+            own.unstick()
+        assert own.running() == 0
+    reasons = {cid: str(report.by_id[cid]) for cid in report.outcomes}
+    for name in hostile:
+        assert report.outcomes[f"p-{name}"] == "failed", reasons[f"p-{name}"]
+        assert _COPIED in reasons[f"p-{name}"], reasons[f"p-{name}"]
+        assert _COPIED in reasons[f"a-{name}"], reasons[f"a-{name}"]
+    for cid in ("h0", "h1", "h2", "h3"):
+        assert report.outcomes[cid] == "passed", reasons[cid]
