@@ -28,8 +28,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_queryeval.errors import QueryRefused
-from tests.cypher.test_cypher_thirtyninth import _unrehearsed
 from tests.fixtures.bolt_server import require, running_server
 from tests.support import run_report
 
@@ -128,18 +126,6 @@ SENT = [
     "MATCH (m:Movie) WITH collect(m.title) AS ts WITH ts, size(ts) + 1 AS n UNWIND ts AS t "
     "RETURN t, n",
 ]
-
-
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_each_form_is_refused_before_it_is_sent(name: str) -> None:
-    query, why = REFUSED[name]
-    with pytest.raises(QueryRefused, match=why):
-        _unrehearsed(query)
-
-
-@pytest.mark.parametrize("query", SENT)
-def test_the_honest_forms_are_sent(query: str) -> None:
-    _unrehearsed(query)
 
 
 _COUNT = "MATCH (m:Movie) RETURN count(m) AS c"

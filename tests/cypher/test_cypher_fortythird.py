@@ -116,18 +116,6 @@ STILL_REFUSED = [
 ]
 
 
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_each_form_is_refused_before_it_is_sent(name: str) -> None:
-    query, why = REFUSED[name]
-    with pytest.raises(QueryRefused, match=why):
-        _unrehearsed(query)
-
-
-@pytest.mark.parametrize("query", SENT)
-def test_the_honest_forms_are_sent(query: str) -> None:
-    _unrehearsed(query)
-
-
 @pytest.mark.parametrize("query", STILL_REFUSED)
 def test_a_reduce_that_builds_from_its_accumulator_is_still_refused(query: str) -> None:
     with pytest.raises(QueryRefused, match="copies its accumulator"):

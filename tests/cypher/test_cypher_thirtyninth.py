@@ -25,7 +25,6 @@ from pathlib import Path
 import pytest
 
 from pytest_queryeval.cypher import guard, unwritable
-from pytest_queryeval.errors import QueryRefused
 from tests.cypher.test_cypher_twentyseventh import refused_unsent_then_honest_pass
 from tests.fixtures.bolt_server import require
 
@@ -110,18 +109,6 @@ def _unrehearsed(query: str) -> None:
     guard.check_text(query)
     guard.check_server(query, costs=True, linear=True)
     unwritable.check_falkordb(query)
-
-
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_each_form_is_refused_before_it_is_sent(name: str) -> None:
-    query, why = REFUSED[name]
-    with pytest.raises(QueryRefused, match=why):
-        _unrehearsed(query)
-
-
-@pytest.mark.parametrize("query", SENT)
-def test_the_honest_forms_are_sent(query: str) -> None:
-    _unrehearsed(query)
 
 
 def test_the_server_lives_and_the_honest_cases_pass(pytester: pytest.Pytester,

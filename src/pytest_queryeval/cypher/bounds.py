@@ -281,16 +281,7 @@ def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
     the accumulator's uses its ``reduce()``'s steps do not repeat as walks, by index: its
     bracket (:func:`_steady`). And the uses of names whose list holds lists (an element of it
     is no scalar: :func:`.operands.copies`)."""
-    sources = {i: size for i, (size, _) in ranges.items()}
-    rows = _rows(code, ranges)
-    for i, tok in enumerate(code):  # list literals: [1, 2, 3] holds 3
-        if tok.text == "," and scopes[i] and code[scopes[i][-1]].text == "[":
-            sources[scopes[i][-1]] = sources.get(scopes[i][-1], 1) + 1
-        elif tok.kind == "word" and i + 1 < len(code) and code[i + 1].text == "(" \
-                and (size := _made_list(code, scopes, i, rows[i])):
-            sources[i] = size
-        elif tok.text == "[" and _pattern_comprehension(code, i):
-            sources[i] = UNSIZED_LIST if _one_pattern(code, i + 1) else UNBOUNDED_ROWS
+    sources = _made_sources(code, ranges, scopes)
     names: dict[str, int] = {}
     ranged: set[str] = set()  # names bound to a list a range built (:func:`_held`)
     ranged_uses: set[int] = set()
@@ -346,6 +337,23 @@ def _in_scalar_call(code: Sequence[Token], scopes: list[tuple[int, ...]], k: int
     forty-third re-probe's M2)."""
     return any(b > start and code[b].text == "(" and code[b - 1].kind == "word"
                and _function(code, b - 1) in _NOT_LISTS_OR_TEXT for b in scopes[k])
+
+
+def _made_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
+                  scopes: list[tuple[int, ...]]) -> dict[int, int]:
+    """The lists the text makes in place, by index: ranges, list literals (``[1, 2, 3]``
+    holds 3), calls of :data:`_MADE_LISTS`, pattern comprehensions."""
+    sources = {i: size for i, (size, _) in ranges.items()}
+    rows = _rows(code, ranges)
+    for i, tok in enumerate(code):
+        if tok.text == "," and scopes[i] and code[scopes[i][-1]].text == "[":
+            sources[scopes[i][-1]] = sources.get(scopes[i][-1], 1) + 1
+        elif tok.kind == "word" and i + 1 < len(code) and code[i + 1].text == "(" \
+                and (size := _made_list(code, scopes, i, rows[i])):
+            sources[i] = size
+        elif tok.text == "[" and _pattern_comprehension(code, i):
+            sources[i] = UNSIZED_LIST if _one_pattern(code, i + 1) else UNBOUNDED_ROWS
+    return sources
 
 
 @dataclass(frozen=True)
