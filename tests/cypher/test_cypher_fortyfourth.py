@@ -81,11 +81,15 @@ REFUSED = {
     "brackets": ("RETURN size(" + _chain("([x IN range(1,1000000) | {a:x}])", "[1..]", 60)
                  + ") AS s", _COPIED),
     "element": ("WITH [[x IN range(1,1000000) | {a:x}]] AS l RETURN size("
-                + _chain("l[0]", "[1..]", 60) + ") AS s", _COPIED),
+                + _chain("l[0]", "[1..]", 60) + ") AS s", _COPIED + "|brings the values"),
     "map-value": ("RETURN size(" + _chain("{a: [x IN range(1,1000000) | {a:x}]}.a", "[1..]", 60)
                   + ") AS s", _COPIED),
     "concatenated": ("RETURN size(" + _chain("[x IN range(1,1000000) | {a:x}]", " + []", 60)
                      + ") AS s", _COPIED),
+    "in-a-list": (_PRODUCT + "1000000 RETURN " + "+".join(
+        [f"size([collect({_MAPS})][0])"] * 6) + " AS s", _COPIED),
+    "in-a-map": (_PRODUCT + "1000000 RETURN " + "+".join(
+        [f"size({{a: collect({_MAPS})}}.a)"] * 6) + " AS s", _COPIED),
     # S2: a LIMIT's arithmetic, and counted rows multiplied whole
     "limit-brackets": (_PRODUCT + "(8000000) WITH collect(" + _MAPS + ") AS l RETURN l AS a",
                        "built or walked"),
@@ -136,6 +140,11 @@ SENT = [
     "RETURN p.name AS name, ms",
     "MATCH (m:Movie)<-[:ACTED_IN]-(p:Person) WITH m, collect([p.name, p.born]) AS cast "
     "RETURN m.title AS title, [c IN cast | c[0]] AS names",
+    "MATCH (p:Person)-[:ACTED_IN]->(m:Movie) RETURN {name: p.name, titles: collect(m.title)} "
+    "AS actor",
+    "MATCH (p:Person)-[:ACTED_IN]->(m:Movie) RETURN [p.name, count(m)] AS pair",
+    "MATCH (m:Movie) WHERE EXISTS { MATCH (m)<-[:ACTED_IN]-(p:Person) } RETURN m.title AS t",
+    "CALL { MATCH (m:Movie) RETURN collect(m.title) AS ts } RETURN size(ts) AS n",
 ]
 
 #: A group's list kept on the rows a later clause makes is still a list a row.

@@ -28,7 +28,8 @@ from pytest_queryeval.cypher import guard, unwritable
 from tests.cypher.test_cypher_twentyseventh import refused_unsent_then_honest_pass
 from tests.fixtures.bolt_server import require
 
-#: (the query, a word of its refusal)
+#: (the query, a word of its refusal; since the forty-fourth round a list literal or a map
+#: copies the list it holds, and some of these pass the query's whole bound first)
 REFUSED = {
     "walks": ("MATCH p=(a)-[]->(b),(c),(d),(e),(f),(g) WITH collect(p) AS l RETURN "
               "size(toJSON(l))+size(toJSON(l))+size(toJSON(l))+size(toJSON(l))+"
@@ -45,9 +46,9 @@ REFUSED = {
     "named-slice": ("WITH range(1,1000000) AS r MATCH (a),(b),(c),(d),(e) "
                     "RETURN r[0..999999] AS q", "built on each row|copied or walked"),
     "named-map": ("WITH {x: range(1,1000000)} AS m MATCH (a),(b),(c),(d),(e) RETURN m AS q",
-                  "built on each row"),
+                  "built on each row|brings the values"),
     "unwound-list": ("UNWIND [range(1,1000000)] AS r MATCH (a),(b),(c),(d),(e) RETURN r AS q",
-                     "built on each row"),
+                     "built on each row|brings the values"),
     "bar": ("MATCH (a),(b),(c),(d),(e) RETURN [x IN [1] WHERE true | range(1,1000000)] AS q",
             "built on each row"),
     "bar-with": ("MATCH (a),(b),(c),(d),(e) WITH a, [x IN [1] WHERE true | range(1,1000000)] "
@@ -60,9 +61,9 @@ REFUSED = {
     "rebound": ("WITH range(1,1000000) AS r WITH r AS s MATCH (a),(b),(c),(d),(e) "
                 "RETURN s AS q", "built on each row|copied or walked"),
     "map-key": ("WITH {x: range(1,1000000)} AS m WITH m.x AS r MATCH (a),(b),(c),(d),(e) "
-                "RETURN r AS q", "built on each row|copied or walked"),
+                "RETURN r AS q", "built on each row|copied or walked|brings the values"),
     "unwound-name": ("WITH [range(1,1000000)] AS l UNWIND l AS r MATCH (a),(b),(c),(d),(e) "
-                     "RETURN r AS q", "built on each row"),
+                     "RETURN r AS q", "built on each row|brings the values"),
     "coalesce": ("WITH range(1,1000000) AS r WITH coalesce(r, []) AS s "
                  "MATCH (a),(b),(c),(d),(e) RETURN s AS q", "built on each row|copied or walked"),
     "star": ("WITH range(1,1000000) AS r MATCH (a),(b),(c),(d),(e) RETURN *",

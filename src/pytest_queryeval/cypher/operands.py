@@ -46,9 +46,11 @@ _NOT_VALUES = frozenset({
 _LITERALS = frozenset({"NULL", "TRUE", "FALSE"})
 
 
-def _pairs(code: Sequence[Token]) -> dict[int, int]:
-    """Each closing bracket's opening one, by index (an unmatched one has none)."""
+def _pairs(code: Sequence[Token]) -> tuple[dict[int, int], set[int]]:
+    """Each closing bracket's opening one, by index (an unmatched one has none); and the
+    brackets with a ``|`` of their own level (a comprehension's)."""
     out: dict[int, int] = {}
+    bars: set[int] = set()
     opened: list[int] = []
     for k, tok in enumerate(code):
         if tok.kind != "punct":
@@ -57,7 +59,27 @@ def _pairs(code: Sequence[Token]) -> dict[int, int]:
             opened.append(k)
         elif tok.text in _CLOSE and opened:
             out[k] = opened.pop()
-    return out
+        elif tok.text == "|" and opened:
+            bars.add(opened[-1])
+    return out, bars
+
+
+#: Words before a ``{`` that opens a subquery, not a map.
+_SUBQUERIES = frozenset({"CALL", "EXISTS", "COUNT", "COLLECT"})
+
+
+def _literal(code: Sequence[Token], opened: int, bars: set[int]) -> bool:
+    """Whether the bracket at ``code[opened]`` is a list or map literal, whose values are
+    copied into it (``[l][0]`` copied a held list: the forty-first re-probe's P2): no
+    comprehension (``[x IN ...``, a ``|`` of its level), no subquery (``CALL {``)."""
+    if opened in bars:
+        return False
+    if code[opened].text == "[":
+        return not (opened + 2 < len(code) and code[opened + 1].kind in ("word", "quoted")
+                    and code[opened + 2].text.upper() == "IN")
+    return code[opened].text == "{" and not (
+        opened and code[opened - 1].kind == "word"
+        and code[opened - 1].text.upper() in _SUBQUERIES)
 
 
 def _ranged(code: Sequence[Token], opened: int, closed: int) -> bool:
@@ -118,7 +140,8 @@ class _Operands:
 def copies(code: Sequence[Token], list_call: Callable[[int], bool],
            deep: frozenset[int] = frozenset()) -> list[int]:
     """For each token of ``code`` (a query's tokens without comments), how many copies of the
-    value made there the slices and list concatenations around it make: each slice copies
+    value made there the slices, list concatenations and literals around it make: a list or
+    map literal copies each of its values (``[collect(x)][0]``, ``{a: l}``), each slice copies
     the value it is applied to (``x[1..][1..]`` copies ``x`` twice), and ``a + b + c``, read
     ``(a + b) + c``, copies ``a`` and ``b`` twice and ``c`` once. An index (``l[0]``), a
     property or a call of no list (``list_call`` is false at the call's name) is one element,
@@ -126,16 +149,19 @@ def copies(code: Sequence[Token], list_call: Callable[[int], bool],
     whose list holds lists: ``WITH [range(1, 1000000)] AS l RETURN l[0][1..]``) or of
     anything but a name (errs high)."""
     reading = _Operands(code, list_call, deep)
-    pairs = _pairs(code)
+    pairs, bars = _pairs(code)
     spans: list[tuple[int, int, int]] = []
     cases: list[int] = []
     chains: dict[int, tuple[int, int, int]] = {}  # a binary +: the + before it, its left
     for k, tok in enumerate(code):
         word = tok.text.upper() if tok.kind == "word" else ""
         if k in pairs:
+            indexed = tok.text == "]" and pairs[k] - 1 in reading.start  # l[0], l[1..]
             base = reading.closed(k, pairs[k])
             if base is not None and base not in reading.element:
                 spans.append((reading.start[base], base, 1))
+            elif not indexed and k - 1 > pairs[k] and _literal(code, pairs[k], bars):
+                spans.append((pairs[k] + 1, k - 1, 1))
         elif word == "CASE":
             cases.append(k)
         elif word == "END" and cases:
