@@ -10,6 +10,10 @@ after ``LIMIT 4000000`` held a 3 s server 27 s, ``size([x IN range(1,1000000) | 
 agent's ``run_query``). Each slice and each ``+`` now copies what it applies to, whatever made
 it (:mod:`pytest_queryeval.cypher.operands`).
 
+One step past the probe: a chain of ``m`` list concatenations copies about ``m² / 2``
+operands, the growing list at each ``+`` (3,000 ``l + l + ...`` of a one-map list held a 3 s
+server 11 s); past 1,000,000 such copies it is refused.
+
 S2: only a number right after ``LIMIT`` was read (``LIMIT 2000000*2`` counted 2,000,000
 rows, ``LIMIT (8000000)``, ``toInteger(...)``, ``4000000.0`` none), and rows the text counts
 (ranges unwound) were capped at 1,000,000 however many an ``UNWIND`` multiplied them by. A
@@ -90,6 +94,11 @@ REFUSED = {
         [f"size([collect({_MAPS})][0])"] * 6) + " AS s", _COPIED),
     "in-a-map": (_PRODUCT + "1000000 RETURN " + "+".join(
         [f"size({{a: collect({_MAPS})}}.a)"] * 6) + " AS s", _COPIED),
+    # a long chain of + copies the growing list at each step (11 s on a 3 s server, before)
+    "chain-names": ("WITH [{a:1,b:2,c:3,d:4,e:5,f:6}] AS l RETURN size("
+                    + " + ".join(["l"] * 3000) + ") AS s", "list concatenations"),
+    "chain-literals": ("WITH {a:1,b:2,c:3,d:4,e:5,f:6} AS m RETURN size("
+                       + " + ".join(["[m]"] * 3000) + ") AS s", "list concatenations"),
     # S2: a LIMIT's arithmetic, and counted rows multiplied whole
     "limit-brackets": (_PRODUCT + "(8000000) WITH collect(" + _MAPS + ") AS l RETURN l AS a",
                        "built or walked"),

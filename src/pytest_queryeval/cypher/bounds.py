@@ -826,8 +826,14 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
     clauses = _clauses(code) if sources else []
     copied = _copied(code, scopes, walked, ranged) if sources else frozenset()
     grouped = _grouped_uses(code, scopes) if sources else frozenset()
-    copies = operands.copies(code, lambda k: _function(code, k) not in _NOT_LISTS, deep) \
-        if sources else []
+    copies, concatenated = operands.copies(
+        code, lambda k: _function(code, k) not in _NOT_LISTS, deep)
+    if concatenated * HEAVY_WALK > MAX_RANGE_WORK:
+        raise QueryRefused(f"the query's list concatenations (+) copy their operands "
+                           f"{_count(concatenated)} times in all, more than "
+                           f"{MAX_RANGE_WORK // HEAVY_WALK:,}: each + copies the whole list "
+                           "before it, in an expression the server evaluates without "
+                           "checking its timeout")
     for i in sorted(sources):
         work = 1 if _measured(code, i) else sources[i]
         for bracket in scopes[i]:  # not repeated by the iteration over the list it is in
