@@ -827,7 +827,8 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
     copied = _copied(code, scopes, walked, ranged) if sources else frozenset()
     grouped = _grouped_uses(code, scopes) if sources else frozenset()
     copies, concatenated = operands.copies(
-        code, lambda k: _function(code, k) not in _NOT_LISTS, deep)
+        code, lambda k: _function(code, k) not in _NOT_LISTS, deep,
+        lambda k: _function(code, k) not in _NOT_COPIED)
     if concatenated * HEAVY_WALK > MAX_RANGE_WORK:
         raise QueryRefused(f"the query's list concatenations (+) copy their operands "
                            f"{_count(concatenated)} times in all, more than "
@@ -1611,6 +1612,10 @@ _SCALAR_CALLS = _NUMERIC_FUNCTIONS | {"any", "all", "none", "single", "exists", 
 #: Calls whose value is one value, or a list of numbers (``range()``: a name it binds, or
 #: unwinds, holds numbers).
 _NARROW_CALLS = _NUMERIC_FUNCTIONS | _AGGREGATES | _SCALAR_CALLS | {"range"}
+#: Calls that read their arguments in place, or iterate them: any other call of a list the
+#: query made copies it, as any use of a named list but these does (:func:`_heavy_walk`).
+_NOT_COPIED = _MEASURED | _AGGREGATES | _TESTS | {
+    "range", "reduce", "exists", "shortestpath", "allshortestpaths"}
 #: Calls whose value is a number or a truth, whatever their arguments hold.
 _NOT_LISTS_OR_TEXT = (_SCALAR_CALLS | _AGGREGATES) - {"collect", "min", "max"}
 #: Calls whose value is never a list (a number, a truth, a string): a slice or a ``+`` of it
