@@ -65,9 +65,18 @@ _FILE_BUILTINS = ("'lo_export'", "'lo_import'", "'pg_read_file'", "'pg_read_bina
                   "'pg_ls_dir'", "'pg_stat_file'", "'pg_file_write'")
 #: An extension's member routine (``deptype 'e'``).
 _EXTENSION_MEMBER = _depends("e")
+#: Routine ``p`` may be executed by the role or by any role it may become (``MEMBER``, with
+#: or without ``INHERIT``: ``SET ROLE``, or ``set_config('role', ...)`` in any routine, needs
+#: no ``INHERIT``): ``has_function_privilege`` of the current user alone follows only
+#: ``INHERIT`` memberships, and ``lo_export`` granted to a ``NOLOGIN`` group the role was a
+#: ``NOINHERIT`` member of passed the check (the forty-fourth re-probe's R1b). The roles are
+#: those ``_ROLE_SQL`` (sources/sqlalchemy.py) reads the attributes of.
+_MAY_EXECUTE = ("EXISTS (SELECT 1 FROM pg_catalog.pg_roles m WHERE "
+                "pg_catalog.pg_has_role(current_user, m.oid, 'MEMBER') "
+                "AND pg_catalog.has_function_privilege(m.oid, p.oid, 'EXECUTE'))")
 #: What the role reaches of routine ``p``: what it may execute, and what the server calls
 #: for it unchecked.
-_REACHED = ("(pg_catalog.has_function_privilege(p.oid, 'EXECUTE') "
+_REACHED = (f"({_MAY_EXECUTE} "
             f"OR p.oid OPERATOR(pg_catalog.=) ANY (ARRAY{_CALLED_UNCHECKED}))")
 
 #: A catalog row written after ``initdb`` made ``template0`` (its last database): a builtin
@@ -82,10 +91,11 @@ _AFTER_INITDB = ("pg_catalog.age({x}.xmin) OPERATOR(pg_catalog.<) (SELECT pg_cat
                  "'template0')")
 
 #: (kind, name, how many of that kind) for every route the current role can take; the
-#: names are cut to five a kind. The routines are those the role may EXECUTE (what an
-#: operator, cast or policy calls is checked against the caller too); a foreign table is
-#: one whatever its grants (a view of its owner or a parent table reaches it). An aggregate
-#: is ``internal`` in the catalog; its own routines are rows of their own.
+#: names are cut to five a kind. The routines are those the role, or a role it may become,
+#: may EXECUTE (what an operator, cast or policy calls is checked against the caller too);
+#: a foreign table is one whatever its grants (a view of its owner or a parent table
+#: reaches it). An aggregate is ``internal`` in the catalog; its own routines are rows of
+#: their own.
 ESCAPES_SQL = f"""
 SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
   SELECT 1 AS o, 'definer' AS kind, p.oid::pg_catalog.regprocedure::pg_catalog.text AS name
@@ -112,12 +122,12 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
   FROM pg_catalog.pg_proc p
   WHERE (p.proname OPERATOR(pg_catalog.~~) 'dblink%'
          OR p.prosrc OPERATOR(pg_catalog.~~) 'dblink%')
-    AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
+    AND {_MAY_EXECUTE}
   UNION ALL
   SELECT 4, 'file', p.oid::pg_catalog.regprocedure::pg_catalog.text
   FROM pg_catalog.pg_proc p
   WHERE p.proname OPERATOR(pg_catalog.=) ANY (ARRAY[{", ".join(_FILE_BUILTINS)}]::pg_catalog.name[])
-    AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
+    AND {_MAY_EXECUTE}
   UNION ALL
   SELECT 5, 'foreign', c.oid::pg_catalog.regclass::pg_catalog.text
   FROM pg_catalog.pg_class c WHERE c.relkind OPERATOR(pg_catalog.=) 'f'
