@@ -143,3 +143,29 @@ def test_a_noinherit_group_with_only_reads_is_not_refused(postgres_server: Any) 
         finally:
             source.close()
 
+
+#: L1: a builtin changed in place is refused (a builtin of the bootstrap superuser's made
+#: SECURITY DEFINER runs as the superuser for any caller): the refusal says which change.
+TAMPERED = {
+    "definer": ("ALTER FUNCTION pg_catalog.initcap(text) SECURITY DEFINER",
+                "builtin initcap(text) marked SECURITY DEFINER after initdb, runs as its "
+                "owner {superuser}"),
+    "set-options": ("ALTER FUNCTION pg_catalog.initcap(text) SET search_path = public",
+                    "builtin initcap(text) given SET options after initdb "
+                    "(search_path=public)"),
+    "replaced": ("CREATE OR REPLACE FUNCTION pg_catalog.initcap(text) RETURNS text "
+                 "LANGUAGE sql STABLE AS $$SELECT 'x'::text$$",
+                 "builtin initcap(text) in LANGUAGE sql, its row written after initdb"),
+}
+
+
+@pytest.mark.parametrize("form", sorted(TAMPERED))
+def test_a_builtin_changed_in_place_is_refused_saying_how(postgres_server: Any,
+                                                          form: str) -> None:
+    """Before: each named only ``builtin initcap(text)``."""
+    pytest.importorskip("sqlalchemy")
+    setup, named = TAMPERED[form]
+    with _member_database(postgres_server, "tamp", setup) as (name, role, password):
+        got = _refused(postgres_server, name, role, password, "SELECT count(*) FROM genre")
+    assert named.format(superuser=postgres_server.user) in got, got
+    assert "catalog changed in place since initdb" in got

@@ -139,7 +139,14 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
     AND l.lanname OPERATOR(pg_catalog.=) ANY (ARRAY['c', 'internal']::pg_catalog.name[])
   UNION ALL
   SELECT 6, 'tampered', 'builtin ' OPERATOR(pg_catalog.||)
-    p.oid::pg_catalog.regprocedure::pg_catalog.text
+    p.oid::pg_catalog.regprocedure::pg_catalog.text OPERATOR(pg_catalog.||) CASE
+      WHEN p.prosecdef THEN ' marked SECURITY DEFINER after initdb, runs as its owner '
+        OPERATOR(pg_catalog.||) pg_catalog.pg_get_userbyid(p.proowner)::pg_catalog.text
+      WHEN p.proconfig IS NOT NULL THEN ' given SET options after initdb ('
+        OPERATOR(pg_catalog.||) pg_catalog.array_to_string(p.proconfig, ', ')
+        OPERATOR(pg_catalog.||) ')'
+      ELSE ' in LANGUAGE ' OPERATOR(pg_catalog.||) l.lanname::pg_catalog.text
+        OPERATOR(pg_catalog.||) ', its row written after initdb' END
   FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_language l ON l.oid OPERATOR(pg_catalog.=)
     p.prolang
   WHERE p.oid OPERATOR(pg_catalog.<) 16384::pg_catalog.oid
