@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ESCAPES_SQL", "escapes_found"]
+__all__ = ["ESCAPES_SQL", "TYPE_MEMBER", "escapes_found"]
 
 #: Extension libraries whose functions act outside the transaction or below the tables'
 #: grants (dblink's own are the ``dblink`` route's): the contrib modules that change what a
@@ -47,18 +47,24 @@ _CALLED_UNCHECKED = """(
     UNION ALL SELECT pg_catalog.unnest(ARRAY[o.oprcode, o.oprrest, o.oprjoin]::
       pg_catalog.oid[]) FROM pg_catalog.pg_operator o
     UNION ALL SELECT c.castfunc FROM pg_catalog.pg_cast c)"""
-#: A routine the server made for a type of the database (a range type's constructors, in
-#: ``internal``): the type's, not a second name of a builtin (the forty-third re-probe's M2).
+
+
 def _depends(deptype: str, on: str = "") -> str:
     """A condition: routine ``p`` has a ``pg_depend`` row of ``deptype`` (on a row of the
-    catalog ``on``, when given)."""
-    of = f"AND d.refclassid = 'pg_catalog.{on}'::pg_catalog.regclass " if on else ""
-    return ("EXISTS (SELECT 1 FROM pg_catalog.pg_depend d WHERE d.classid = "
-            "'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = p.oid "
-            f"{of}AND d.deptype = '{deptype}')")
+    catalog ``on``, when given). Every name and operator is ``pg_catalog``'s (an ``=`` of
+    the database's on the search path would decide it otherwise)."""
+    of = (f"AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.{on}'::pg_catalog.regclass "
+          if on else "")
+    return ("EXISTS (SELECT 1 FROM pg_catalog.pg_depend d WHERE d.classid "
+            "OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass "
+            f"AND d.objid OPERATOR(pg_catalog.=) p.oid {of}"
+            f"AND d.deptype OPERATOR(pg_catalog.=) '{deptype}'::pg_catalog.\"char\")")
 
 
-_TYPE_MEMBER = _depends("i", "pg_type")
+#: A routine the server made for a type of the database (a range type's constructors, in
+#: ``internal``): the type's, not a second name of a builtin (the forty-third re-probe's M2).
+#: A condition on routine ``p``; agents/views.py's catalog read leaves such routines out too.
+TYPE_MEMBER = _depends("i", "pg_type")
 #: Builtins that reach server files (superuser-only unless granted: a grant is an escape;
 #: ``pg_read_file_old``, adminpack's old name, checks for a superuser itself).
 _FILE_BUILTINS = ("'lo_export'", "'lo_import'", "'pg_read_file'", "'pg_read_binary_file'",
@@ -111,7 +117,7 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
   WHERE (NOT l.lanpltrusted
          OR l.lanname OPERATOR(pg_catalog.=) ANY (ARRAY['c', 'internal']::pg_catalog.name[]))
     AND {_REACHED}
-    AND p.prokind OPERATOR(pg_catalog.<>) 'a' AND NOT {_TYPE_MEMBER}
+    AND p.prokind OPERATOR(pg_catalog.<>) 'a' AND NOT {TYPE_MEMBER}
     AND p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
     AND (l.lanname OPERATOR(pg_catalog.<>) ALL (ARRAY['c', 'internal']::pg_catalog.name[])
          OR NOT {_EXTENSION_MEMBER}
