@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ESCAPES_SQL", "TYPE_MEMBER", "escapes_found"]
+__all__ = ["ESCAPES_SQL", "REVOCABLE_KINDS", "TYPE_MEMBER", "escapes_found"]
 
 #: Extension libraries whose functions act outside the transaction or below the tables'
 #: grants (dblink's own are the ``dblink`` route's): the contrib modules that change what a
@@ -174,6 +174,11 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
   WHERE r.oid OPERATOR(pg_catalog.<) 16384::pg_catalog.oid AND {_AFTER_INITDB.format(x='r')}
 ) e ORDER BY o, name
 """
+
+#: The kinds of :data:`ESCAPES_SQL` whose every object is a routine a ``REVOKE EXECUTE ...
+#: FROM PUBLIC`` takes back (a foreign table, a catalog changed in place are not): the
+#: ``enforce`` copy revokes these (agents/pgplant.py).
+REVOCABLE_KINDS = ("definer", "unsandboxed", "dblink", "file")
 
 _PHRASES = {
     "definer": "can execute routines that run as another role (SECURITY DEFINER)",
