@@ -347,7 +347,7 @@ def _disarm(conn: Any, role: str) -> None:
     C second name of ``dblink_exec`` otherwise wrote to the original database under
     ``enforce`` (the forty-second re-probe's Q20). A foreign table, or a catalog changed in
     place, stays: the agent's source refuses its role then, as any datasource's."""
-    from ..sources.pgescape import ESCAPES_SQL
+    from ..sources.pgescape import ESCAPES_SQL, REVOCABLE_KINDS
 
     conn.execute(f"SET ROLE {_ident(role)}")
     try:
@@ -355,7 +355,7 @@ def _disarm(conn: Any, role: str) -> None:
     finally:
         conn.execute("RESET ROLE")
     for kind, name, _ in routes:
-        if kind in ("definer", "unsandboxed", "dblink", "file"):
+        if kind in REVOCABLE_KINDS:
             conn.execute(f"REVOKE EXECUTE ON FUNCTION {name} FROM PUBLIC")
 
 

@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..sources.pgescape import TYPE_MEMBER
+
 __all__ = ["with_views"]
 
 #: The schemas no suite's own object lives in.
@@ -48,8 +50,9 @@ def _pg_qualified(sql: str) -> str:
     """``sql`` with every catalog relation, function, type and operator it names qualified by
     ``pg_catalog``: a database whose ``search_path`` puts ``public`` first, holding a
     ``public.pg_views`` of no rows, hid every view and routine from the expansion (the
-    fortieth re-probe's N7), and an operator or function of ``public`` would do the same."""
-    sql = re.sub(r"\b(FROM|JOIN) (pg_[a-z_]+)\b", r"\1 pg_catalog.\2", sql)
+    fortieth re-probe's N7), and an operator or function of ``public`` would do the same.
+    A relation already qualified (:data:`..sources.pgescape.TYPE_MEMBER`'s) is left."""
+    sql = re.sub(r"\b(FROM|JOIN) (pg_[a-z_]+)\b(?!\.)", r"\1 pg_catalog.\2", sql)
     sql = re.sub(r"(?<![.\w])(quote_ident|pg_get_functiondef|pg_get_constraintdef|string_agg|"
                  r"pg_get_viewdef|pg_get_expr)\(",
                  r"pg_catalog.\1(", sql)
@@ -177,9 +180,7 @@ _CATALOGS: dict[str, str] = {
         # (a routine of LANGUAGE internal is a builtin's second name, ``my_xml`` for
         # table_to_xml, which no list of the guard's names: every table, O3; but not the
         # constructors the server makes for a range type: 43a M2)
-        f"AND l.lanname <> 'c' AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = "
-        f"1255::pg_catalog.oid AND d.objid = p.oid AND d.refclassid = 1247::pg_catalog.oid "
-        f"AND d.deptype = 'i')",
+        f"AND l.lanname <> 'c' AND NOT {TYPE_MEMBER}",
         # the DEFAULT expressions of its parameters run when a call leaves them out
         # (``dflt(a DEFAULT emp_cnt_pl())``: O15)
         f"SELECT n.nspname::text, p.proname::text, 'SELECT ' || pg_get_expr(p.proargdefaults, "

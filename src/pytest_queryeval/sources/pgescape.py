@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ESCAPES_SQL", "escapes_found"]
+__all__ = ["ESCAPES_SQL", "REVOCABLE_KINDS", "TYPE_MEMBER", "escapes_found"]
 
 #: Extension libraries whose functions act outside the transaction or below the tables'
 #: grants (dblink's own are the ``dblink`` route's): the contrib modules that change what a
@@ -47,27 +47,42 @@ _CALLED_UNCHECKED = """(
     UNION ALL SELECT pg_catalog.unnest(ARRAY[o.oprcode, o.oprrest, o.oprjoin]::
       pg_catalog.oid[]) FROM pg_catalog.pg_operator o
     UNION ALL SELECT c.castfunc FROM pg_catalog.pg_cast c)"""
-#: A routine the server made for a type of the database (a range type's constructors, in
-#: ``internal``): the type's, not a second name of a builtin (the forty-third re-probe's M2).
+
+
 def _depends(deptype: str, on: str = "") -> str:
     """A condition: routine ``p`` has a ``pg_depend`` row of ``deptype`` (on a row of the
-    catalog ``on``, when given)."""
-    of = f"AND d.refclassid = 'pg_catalog.{on}'::pg_catalog.regclass " if on else ""
-    return ("EXISTS (SELECT 1 FROM pg_catalog.pg_depend d WHERE d.classid = "
-            "'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = p.oid "
-            f"{of}AND d.deptype = '{deptype}')")
+    catalog ``on``, when given). Every name and operator is ``pg_catalog``'s (an ``=`` of
+    the database's on the search path would decide it otherwise)."""
+    of = (f"AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.{on}'::pg_catalog.regclass "
+          if on else "")
+    return ("EXISTS (SELECT 1 FROM pg_catalog.pg_depend d WHERE d.classid "
+            "OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass "
+            f"AND d.objid OPERATOR(pg_catalog.=) p.oid {of}"
+            f"AND d.deptype OPERATOR(pg_catalog.=) '{deptype}'::pg_catalog.\"char\")")
 
 
-_TYPE_MEMBER = _depends("i", "pg_type")
+#: A routine the server made for a type of the database (a range type's constructors, in
+#: ``internal``): the type's, not a second name of a builtin (the forty-third re-probe's M2).
+#: A condition on routine ``p``; agents/views.py's catalog read leaves such routines out too.
+TYPE_MEMBER = _depends("i", "pg_type")
 #: Builtins that reach server files (superuser-only unless granted: a grant is an escape;
 #: ``pg_read_file_old``, adminpack's old name, checks for a superuser itself).
 _FILE_BUILTINS = ("'lo_export'", "'lo_import'", "'pg_read_file'", "'pg_read_binary_file'",
                   "'pg_ls_dir'", "'pg_stat_file'", "'pg_file_write'")
 #: An extension's member routine (``deptype 'e'``).
 _EXTENSION_MEMBER = _depends("e")
+#: Routine ``p`` may be executed by the role or by any role it may become (``MEMBER``, with
+#: or without ``INHERIT``: ``SET ROLE``, or ``set_config('role', ...)`` in any routine, needs
+#: no ``INHERIT``): ``has_function_privilege`` of the current user alone follows only
+#: ``INHERIT`` memberships, and ``lo_export`` granted to a ``NOLOGIN`` group the role was a
+#: ``NOINHERIT`` member of passed the check (the forty-fourth re-probe's R1b). The roles are
+#: those ``_ROLE_SQL`` (sources/sqlalchemy.py) reads the attributes of.
+_MAY_EXECUTE = ("EXISTS (SELECT 1 FROM pg_catalog.pg_roles m WHERE "
+                "pg_catalog.pg_has_role(current_user, m.oid, 'MEMBER') "
+                "AND pg_catalog.has_function_privilege(m.oid, p.oid, 'EXECUTE'))")
 #: What the role reaches of routine ``p``: what it may execute, and what the server calls
 #: for it unchecked.
-_REACHED = ("(pg_catalog.has_function_privilege(p.oid, 'EXECUTE') "
+_REACHED = (f"({_MAY_EXECUTE} "
             f"OR p.oid OPERATOR(pg_catalog.=) ANY (ARRAY{_CALLED_UNCHECKED}))")
 
 #: A catalog row written after ``initdb`` made ``template0`` (its last database): a builtin
@@ -82,10 +97,11 @@ _AFTER_INITDB = ("pg_catalog.age({x}.xmin) OPERATOR(pg_catalog.<) (SELECT pg_cat
                  "'template0')")
 
 #: (kind, name, how many of that kind) for every route the current role can take; the
-#: names are cut to five a kind. The routines are those the role may EXECUTE (what an
-#: operator, cast or policy calls is checked against the caller too); a foreign table is
-#: one whatever its grants (a view of its owner or a parent table reaches it). An aggregate
-#: is ``internal`` in the catalog; its own routines are rows of their own.
+#: names are cut to five a kind. The routines are those the role, or a role it may become,
+#: may EXECUTE (what an operator, cast or policy calls is checked against the caller too);
+#: a foreign table is one whatever its grants (a view of its owner or a parent table
+#: reaches it). An aggregate is ``internal`` in the catalog; its own routines are rows of
+#: their own.
 ESCAPES_SQL = f"""
 SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
   SELECT 1 AS o, 'definer' AS kind, p.oid::pg_catalog.regprocedure::pg_catalog.text AS name
@@ -101,7 +117,7 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
   WHERE (NOT l.lanpltrusted
          OR l.lanname OPERATOR(pg_catalog.=) ANY (ARRAY['c', 'internal']::pg_catalog.name[]))
     AND {_REACHED}
-    AND p.prokind OPERATOR(pg_catalog.<>) 'a' AND NOT {_TYPE_MEMBER}
+    AND p.prokind OPERATOR(pg_catalog.<>) 'a' AND NOT {TYPE_MEMBER}
     AND p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
     AND (l.lanname OPERATOR(pg_catalog.<>) ALL (ARRAY['c', 'internal']::pg_catalog.name[])
          OR NOT {_EXTENSION_MEMBER}
@@ -112,12 +128,12 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
   FROM pg_catalog.pg_proc p
   WHERE (p.proname OPERATOR(pg_catalog.~~) 'dblink%'
          OR p.prosrc OPERATOR(pg_catalog.~~) 'dblink%')
-    AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
+    AND {_MAY_EXECUTE}
   UNION ALL
   SELECT 4, 'file', p.oid::pg_catalog.regprocedure::pg_catalog.text
   FROM pg_catalog.pg_proc p
   WHERE p.proname OPERATOR(pg_catalog.=) ANY (ARRAY[{", ".join(_FILE_BUILTINS)}]::pg_catalog.name[])
-    AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
+    AND {_MAY_EXECUTE}
   UNION ALL
   SELECT 5, 'foreign', c.oid::pg_catalog.regclass::pg_catalog.text
   FROM pg_catalog.pg_class c WHERE c.relkind OPERATOR(pg_catalog.=) 'f'
@@ -129,7 +145,14 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
     AND l.lanname OPERATOR(pg_catalog.=) ANY (ARRAY['c', 'internal']::pg_catalog.name[])
   UNION ALL
   SELECT 6, 'tampered', 'builtin ' OPERATOR(pg_catalog.||)
-    p.oid::pg_catalog.regprocedure::pg_catalog.text
+    p.oid::pg_catalog.regprocedure::pg_catalog.text OPERATOR(pg_catalog.||) CASE
+      WHEN p.prosecdef THEN ' marked SECURITY DEFINER after initdb, runs as its owner '
+        OPERATOR(pg_catalog.||) pg_catalog.pg_get_userbyid(p.proowner)::pg_catalog.text
+      WHEN p.proconfig IS NOT NULL THEN ' given SET options after initdb ('
+        OPERATOR(pg_catalog.||) pg_catalog.array_to_string(p.proconfig, ', ')
+        OPERATOR(pg_catalog.||) ')'
+      ELSE ' in LANGUAGE ' OPERATOR(pg_catalog.||) l.lanname::pg_catalog.text
+        OPERATOR(pg_catalog.||) ', its row written after initdb' END
   FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_language l ON l.oid OPERATOR(pg_catalog.=)
     p.prolang
   WHERE p.oid OPERATOR(pg_catalog.<) 16384::pg_catalog.oid
@@ -151,6 +174,11 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
   WHERE r.oid OPERATOR(pg_catalog.<) 16384::pg_catalog.oid AND {_AFTER_INITDB.format(x='r')}
 ) e ORDER BY o, name
 """
+
+#: The kinds of :data:`ESCAPES_SQL` whose every object is a routine a ``REVOKE EXECUTE ...
+#: FROM PUBLIC`` takes back (a foreign table, a catalog changed in place are not): the
+#: ``enforce`` copy revokes these (agents/pgplant.py).
+REVOCABLE_KINDS = ("definer", "unsandboxed", "dblink", "file")
 
 _PHRASES = {
     "definer": "can execute routines that run as another role (SECURITY DEFINER)",
