@@ -14,6 +14,11 @@ One step past the probe: a chain of ``m`` list concatenations copies about ``m²
 operands, the growing list at each ``+`` (3,000 ``l + l + ...`` of a one-map list held a 3 s
 server 11 s); past 1,000,000 such copies it is refused.
 
+A sort (``ORDER BY`` without a ``LIMIT``), a ``DISTINCT`` or a grouping of all the rows is
+one step the server does not time: 1,000,000 six-key maps sorted held a 3 s server 26 s. Past
+100,000 rows the text counts, or over a product of patterns by a map or list key, it is
+refused.
+
 S2: only a number right after ``LIMIT`` was read (``LIMIT 2000000*2`` counted 2,000,000
 rows, ``LIMIT (8000000)``, ``toInteger(...)``, ``4000000.0`` none), and rows the text counts
 (ranges unwound) were capped at 1,000,000 however many an ``UNWIND`` multiplied them by. A
@@ -105,6 +110,17 @@ REFUSED = {
                          "MATCH (m:Movie) RETURN p.name, ms", "built on each row"),
     "group-too-big": (_PRODUCT + "4000000 WITH y % 2 AS k, collect({a:y,b:y}) AS l "
                       "RETURN k, l", "built or walked"),
+    # a sort, DISTINCT or grouping of all rows is one step the server does not time (26 s)
+    "sorted-maps": ("UNWIND range(1,1000000) AS y WITH {a:y,b:y,c:y,d:y,e:y,f:y} AS m "
+                    "ORDER BY m RETURN count(*) AS c", "ORDER BY at line 1"),
+    "sorted-by-map": ("UNWIND range(1,1000000) AS y WITH y ORDER BY {a:y,b:y,c:y} "
+                      "RETURN count(*) AS c", "ORDER BY at line 1"),
+    "distinct-maps": ("UNWIND range(1,1000000) AS y WITH DISTINCT {a:y,b:y,c:y,d:y,e:y,f:y} "
+                      "AS m RETURN count(*) AS c", "DISTINCT at line 1"),
+    "grouped-by-map": ("UNWIND range(1,1000000) AS y WITH {a:y,b:y,c:y,d:y,e:y,f:y} AS k, "
+                       "count(*) AS c RETURN count(*) AS n", "the grouping at line 1"),
+    "product-sorted-by-map": ("MATCH (a),(b),(c) WITH {a: id(a), b: id(b), c: id(c), d: 1} "
+                              "AS m ORDER BY m RETURN count(*) AS c", "product of patterns"),
     # S2: a LIMIT's arithmetic, and counted rows multiplied whole
     "limit-brackets": (_PRODUCT + "(8000000) WITH collect(" + _MAPS + ") AS l RETURN l AS a",
                        "built or walked"),
@@ -163,6 +179,13 @@ SENT = [
     "MATCH (m:Movie) RETURN string.join(collect(m.title), ', ') AS titles",
     "MATCH (m:Movie) RETURN coalesce(m.tagline, 'none') AS t, head(collect(m.title)) AS h",
     "MATCH (m:Movie) WITH collect(m.released) AS ys RETURN reduce(s = 0, y IN ys | s + y) AS t",
+    "UNWIND range(1, 1000000) AS y WITH y ORDER BY y DESC LIMIT 10 RETURN collect(y) AS top",
+    "UNWIND range(1, 1000) AS y RETURN y % 7 AS k, count(*) AS c ORDER BY k",
+    "MATCH (a:Person), (b:Person) WHERE a.born = b.born AND a.name < b.name "
+    "RETURN a.name, b.name ORDER BY a.name, b.name",
+    "MATCH (a:Person), (m:Movie) RETURN DISTINCT a.born AS born ORDER BY born",
+    "MATCH (p:Person)-[:ACTED_IN]->(m:Movie) RETURN m.title AS t, collect(p.name) AS cast "
+    "ORDER BY size(cast) DESC",
 ]
 
 _COUNT = "MATCH (m:Movie) RETURN count(m) AS c"

@@ -64,6 +64,7 @@ def check_evaluation(code: Sequence[Token]) -> None:
     _check_reduce(code, scopes, walked, weigh, sources)
     _check_steps(code, scopes, weigh)
     _check_bodies(code, scopes, walked)
+    _check_sorts(code, ranges, scopes)
 
 
 #: The most values a ``range()`` may build in a query sent to a server: FalkorDB builds the
@@ -524,12 +525,20 @@ _PATTERN_ENDS = frozenset({"WHERE", "WITH", "RETURN", "MATCH", "OPTIONAL", "UNWI
 
 
 def _rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]]) -> list[int]:
+    """:func:`_counted_rows`' rows alone."""
+    return _counted_rows(code, ranges)[0]
+
+
+def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]]
+                  ) -> tuple[list[int], list[bool]]:
     """The rows the clause at each token runs over, as far as the text bounds them: one,
     times each ``UNWIND`` of a literal ``range()`` or of a list literal of literals, capped
     by a literal ``LIMIT``; :data:`UNBOUNDED_ROWS` from a clause of :data:`_ROW_SOURCES` or
     an ``UNWIND`` of anything else on (errs high: a ``WITH`` that aggregates does not
-    lower it)."""
+    lower it). And whether the text counts them (ranges, list literals, a ``LIMIT``), or
+    they are a guess of a graph's matches."""
     out: list[int] = []
+    counted: list[bool] = []
     rows, matched, depth, aggregated, exact = 1, False, 0, False, True
     for i, tok in enumerate(code):
         if tok.kind == "punct" and tok.text in _OPEN:
@@ -568,7 +577,8 @@ def _rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]]) -> list[int
         if word == "WITH" and depth == 0:
             aggregated = _aggregates_only(code, i + 1)  # its own items see the rows before
         out.append(rows)
-    return out
+        counted.append(exact)
+    return out, counted
 
 
 def _times(rows: int, each: int, exact: bool) -> int:
@@ -1857,3 +1867,92 @@ def _check_steps(code: Sequence[Token], scopes: list[tuple[int, ...]],
                         "evaluates without checking its memory cap")
             held[name] = value.bounded()
             start = i + 2  # what follows the name is no part of the next value
+
+
+#: The most rows the text counts (:func:`_counted_rows`) a sort, a ``DISTINCT`` or a grouping
+#: may take: FalkorDB sorts (``ORDER BY`` without a ``LIMIT`` of at most as many), removes
+#: duplicates and groups all its rows in one step, without checking its timeout:
+#: ``UNWIND range(1, 1000000) AS y WITH {a: y, ..., f: y} AS m ORDER BY m`` held a 3 s
+#: server 26 s, ``WITH y ORDER BY {a: y, b: y, c: y}`` 8 s, a grouping by such a map 6 s.
+MAX_SORTED = 100_000
+
+
+def _check_sorts(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
+                 scopes: list[tuple[int, ...]]) -> None:
+    """Refuse a sort, a ``DISTINCT`` or a grouping (:data:`MAX_SORTED`) over more rows than
+    the text counts, or over rows it cannot bound (a product of patterns, counted as
+    :data:`UNBOUNDED_ROWS`) by a key that may hold several values (a map, a list, a name
+    bound to one: :func:`_wide_uses`): the graph's own properties are what an honest query
+    sorts a product by."""
+    rows, counted = _counted_rows(code, ranges)
+    wide = _wide_uses(code, scopes)
+    for at, end, what in _sorted_clauses(code, scopes):
+        if end - at == 0 or _top(code, end) <= MAX_SORTED:
+            continue
+        keyed = any(k in wide or _wide(code, k) for k in range(at, end))
+        if (counted[at] and rows[at] > MAX_SORTED) or (
+                not counted[at] and rows[at] >= UNBOUNDED_ROWS and keyed):
+            whose = "the text counts" if counted[at] else \
+                "of a product of patterns, by a key that may hold several values"
+            raise QueryRefused(
+                f"{what} at {where(code[at - 1])} takes up to {_count(rows[at])} rows "
+                f"{whose}, more than {MAX_SORTED:,}: the server sorts, removes duplicates and groups "
+                "them in one step, without checking its timeout (add a LIMIT after an "
+                "ORDER BY, or bound the rows)")
+
+
+def _top(code: Sequence[Token], end: int) -> int:
+    """How many rows a ``LIMIT`` right after ``code[end]`` (after a ``SKIP`` too) keeps of a
+    sort (a top of that many is kept, not a sort of all), or a number past any bound."""
+    k = end
+    if k < len(code) and code[k].kind == "word" and code[k].text.upper() == "SKIP":
+        k += 1
+        while k < len(code) and not (code[k].kind == "word"
+                                     and code[k].text.upper() in _CLAUSES):
+            k += 1
+    if k < len(code) and code[k].kind == "word" and code[k].text.upper() == "LIMIT" \
+            and (limit := _limit(code, k + 1)) is not None:
+        return limit
+    return MAX_SORTED + 1
+
+
+def _sorted_clauses(code: Sequence[Token], scopes: list[tuple[int, ...]]
+                    ) -> list[tuple[int, int, str]]:
+    """Each ``ORDER BY``'s keys, ``DISTINCT`` projection's items and grouping projection's
+    items (one with an aggregate beside other items), outside brackets: where they start and
+    end, and which it is."""
+    out: list[tuple[int, int, str]] = []
+    for i, tok in enumerate(code):
+        word = tok.text.upper() if tok.kind == "word" and not (
+            i and code[i - 1].text == ".") else ""
+        if scopes[i] or not word:
+            continue
+        if word == "ORDER" and i + 1 < len(code) and code[i + 1].text.upper() == "BY":
+            out.append((i + 2, _clause_end(code, scopes, i + 2, sorting=True), "ORDER BY"))
+        elif word == "DISTINCT" and i and code[i - 1].text.upper() in ("WITH", "RETURN"):
+            out.append((i + 1, _clause_end(code, scopes, i + 1), "DISTINCT"))
+        elif word in ("WITH", "RETURN") and not (i + 1 < len(code)
+                                                 and code[i + 1].text.upper() == "DISTINCT"):
+            end = _clause_end(code, scopes, i + 1)
+            if _aggregates_some(code, i + 1, end) and not _aggregates_only(code, i + 1):
+                out.append((i + 1, end, "the grouping"))
+    return out
+
+
+def _clause_end(code: Sequence[Token], scopes: list[tuple[int, ...]], at: int,
+                sorting: bool = False) -> int:
+    """Where the projection (or the ``ORDER BY``'s keys) from ``code[at]`` ends: at the next
+    clause word outside brackets (``ORDER``, ``SKIP``, ``LIMIT``, ``WHERE`` end a projection;
+    ``SKIP`` and ``LIMIT`` end the keys)."""
+    k = at
+    while k < len(code) and not (not scopes[k] and code[k].kind == "word"
+                                 and code[k - 1].text != "."
+                                 and code[k].text.upper() in _CLAUSES):
+        k += 1
+    return k
+
+
+def _aggregates_some(code: Sequence[Token], at: int, end: int) -> bool:
+    """Whether an aggregate is called in ``code[at:end]``."""
+    return any(code[k].kind == "word" and code[k].text.lower() in _AGGREGATES
+               and k + 1 < end and code[k + 1].text == "(" for k in range(at, end))
