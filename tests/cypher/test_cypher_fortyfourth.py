@@ -119,6 +119,8 @@ REFUSED = {
                       "AS m RETURN count(*) AS c", "DISTINCT at line 1"),
     "grouped-by-map": ("UNWIND range(1,1000000) AS y WITH {a:y,b:y,c:y,d:y,e:y,f:y} AS k, "
                        "count(*) AS c RETURN count(*) AS n", "the grouping at line 1"),
+    "sorted-in-a-subquery": ("CALL { UNWIND range(1,1000000) AS y WITH {a:y,b:y,c:y,d:y,e:y,f:y} "
+                             "AS m ORDER BY m RETURN count(*) AS c } RETURN c", "ORDER BY at"),
     "product-sorted-by-map": ("MATCH (a),(b),(c) WITH {a: id(a), b: id(b), c: id(c), d: 1} "
                               "AS m ORDER BY m RETURN count(*) AS c", "product of patterns"),
     # S2: a LIMIT's arithmetic, and counted rows multiplied whole
