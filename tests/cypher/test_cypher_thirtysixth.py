@@ -71,7 +71,7 @@ def test_a_compared_date_still_passes(query: str) -> None:
 def test_a_range_after_a_group_with_a_where_is_kept_with_each_row(query: str) -> None:
     # (since the forty-fourth round a list literal copies the range it holds, which may pass
     # the query's whole bound first)
-    with pytest.raises(QueryRefused, match="is built on each row|copied or walked"):
+    with pytest.raises(QueryRefused, match=r"is built on each row|copied or walked"):
         check_evaluation(_code(tokens(query)))
 
 
