@@ -16,8 +16,9 @@ server 11 s); past 1,000,000 such copies it is refused.
 
 A sort (``ORDER BY`` without a ``LIMIT``), a ``DISTINCT`` or a grouping of all the rows is
 one step the server does not time: 1,000,000 six-key maps sorted held a 3 s server 26 s. Past
-100,000 rows the text counts, or over a product of patterns by a map or list key, it is
-refused.
+100,000 rows the text counts, over a product of patterns by a map or list key, or over a
+product of three independent patterns or more by any key (six, sorted by a number: 10 s), it
+is refused.
 
 S2: only a number right after ``LIMIT`` was read (``LIMIT 2000000*2`` counted 2,000,000
 rows, ``LIMIT (8000000)``, ``toInteger(...)``, ``4000000.0`` none), and rows the text counts
@@ -121,8 +122,13 @@ REFUSED = {
                        "count(*) AS c RETURN count(*) AS n", "the grouping at line 1"),
     "sorted-in-a-subquery": ("CALL { UNWIND range(1,1000000) AS y WITH {a:y,b:y,c:y,d:y,e:y,f:y} "
                              "AS m ORDER BY m RETURN count(*) AS c } RETURN c", "ORDER BY at"),
-    "product-sorted-by-map": ("MATCH (a),(b),(c) WITH {a: id(a), b: id(b), c: id(c), d: 1} "
-                              "AS m ORDER BY m RETURN count(*) AS c", "product of patterns"),
+    "product-sorted-by-number": ("MATCH (a),(b),(c),(d),(e),(f) WITH id(a)*1000000+id(b)*10000"
+                                 "+id(c)*100+id(d) AS s ORDER BY s RETURN count(*) AS c",
+                                 "product of 6 patterns"),
+    "product-grouped": ("MATCH (a),(b),(c) WITH a.name AS x, b.name AS y, c.name AS z, "
+                        "count(*) AS k RETURN count(*) AS c", "product of 3 patterns"),
+    "product-sorted-by-map": ("MATCH (a),(b) WITH {a: id(a), b: id(b), c: 1, d: 1} "
+                              "AS m ORDER BY m RETURN count(*) AS c", "by a key that may hold"),
     # S2: a LIMIT's arithmetic, and counted rows multiplied whole
     "limit-brackets": (_PRODUCT + "(8000000) WITH collect(" + _MAPS + ") AS l RETURN l AS a",
                        "built or walked"),
@@ -186,6 +192,10 @@ SENT = [
     "MATCH (a:Person), (b:Person) WHERE a.born = b.born AND a.name < b.name "
     "RETURN a.name, b.name ORDER BY a.name, b.name",
     "MATCH (a:Person), (m:Movie) RETURN DISTINCT a.born AS born ORDER BY born",
+    "MATCH (p:Person) MATCH (p)-[:ACTED_IN]->(m:Movie) MATCH (m)<-[:DIRECTED]-(d:Person) "
+    "RETURN p.name, d.name ORDER BY p.name",
+    "MATCH (a)-->(b), (b)-->(c) RETURN a.name, c.name ORDER BY a.name",
+    "MATCH (a),(b),(c) RETURN a.name, b.name, c.name ORDER BY a.name LIMIT 10",
     "MATCH (p:Person)-[:ACTED_IN]->(m:Movie) RETURN m.title AS t, collect(p.name) AS cast "
     "ORDER BY size(cast) DESC",
 ]
