@@ -1890,7 +1890,8 @@ def _check_sorts(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
     for at, end, what in _sorted_clauses(code, scopes):
         if end - at == 0 or _top(code, end) <= MAX_SORTED:
             continue
-        keyed = any(k in wide or _wide(code, k) for k in range(at, end))
+        keyed = any(k in wide or (_wide(code, k) and _function(code, k) not in _NOT_LISTS)
+                    for k in range(at, end))  # type(r), toString(x): one value
         if (counted[at] and rows[at] > MAX_SORTED) or (
                 not counted[at] and rows[at] >= UNBOUNDED_ROWS
                 and (keyed or degree[at] >= MAX_PRODUCT)):
