@@ -776,11 +776,13 @@ def _suite(root: Path, source: dict[str, object], cases: list[dict[str, object]]
 
 
 def run_on_server(pytester: pytest.Pytester, server: BoltServer,
-                  cases: list[dict[str, object]], *, rehearse: bool) -> Report:
+                  cases: list[dict[str, object]], *, rehearse: bool, timeout: float = 20,
+                  config: dict[str, object] | None = None) -> Report:
     """The report of ``cases`` run on ``server`` (a 20 s timeout, no cache: each run asks the
-    server); the server is unstuck whatever the run left running, so no later test waits."""
-    _suite(pytester.path, {"type": "bolt", "url": server.url, "timeout": 20,
-                           "rehearse": rehearse}, cases)
+    server); the server is unstuck whatever the run left running, so no later test waits.
+    ``config``: more of the suite's configuration (its predictions)."""
+    _suite(pytester.path, {"type": "bolt", "url": server.url, "timeout": timeout,
+                           "rehearse": rehearse}, cases, config)
     try:
         return run_report(pytester, "-p", "no:cacheprovider", "--queryeval-no-cache")[1]
     finally:

@@ -36,10 +36,9 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
+from tests.cypher.test_bolt import run_on_server
 from tests.fixtures.bolt_server import require, running_server
-from tests.support import run_report
 
 _PRODUCT = "UNWIND range(1,1000000) AS x UNWIND range(1,1000000) AS y WITH y LIMIT "
 _MAPS = "{a:y,b:y,c:y,d:y,e:y,f:y}"
@@ -230,17 +229,9 @@ def test_the_hostile_cases_and_calls_are_refused_and_the_honest_ones_after_pass(
     cases = [{"id": cid, "question": "How many movies?", "gold": _COUNT,
               **({"agent": True, "thresholds": {"write_attempts": {"max": 0}}}
                  if cid.startswith("a-") else {})} for cid in runs]
-    pytester.path.joinpath("test_graph.yaml").write_text(yaml.safe_dump(
-        {"kind": "cypher", "datasource": "movies", "cases": cases}))
     with running_server(tmp_path) as own:
-        pytester.path.joinpath("queryeval.yaml").write_text(yaml.safe_dump({
-            "datasources": {"movies": {"type": "bolt", "url": own.url, "timeout": 3,
-                                       "rehearse": False}},
-            "predictions": {"source": "file", "path": "runs.jsonl"}}))
-        try:
-            report = run_report(pytester, "-p", "no:cacheprovider", "--queryeval-no-cache")[1]
-        finally:
-            own.unstick()
+        report = run_on_server(pytester, own, cases, rehearse=False, timeout=3, config={
+            "predictions": {"source": "file", "path": "runs.jsonl"}})
         assert own.running() == 0
     reasons = {cid: str(report.by_id[cid]) for cid in report.outcomes}
     for name in hostile:
