@@ -1932,7 +1932,7 @@ def _sorted_clauses(code: Sequence[Token], scopes: list[tuple[int, ...]]
         if not word or not _query_level(code, scopes, i):
             continue
         if word == "ORDER" and i + 1 < len(code) and code[i + 1].text.upper() == "BY":
-            out.append((i + 2, _clause_end(code, scopes, i + 2, sorting=True), "ORDER BY"))
+            out.append((i + 2, _clause_end(code, scopes, i + 2), "ORDER BY"))
         elif word == "DISTINCT" and i and code[i - 1].text.upper() in ("WITH", "RETURN"):
             out.append((i + 1, _clause_end(code, scopes, i + 1), "DISTINCT"))
         elif word in ("WITH", "RETURN") and not (i + 1 < len(code)
@@ -1943,8 +1943,7 @@ def _sorted_clauses(code: Sequence[Token], scopes: list[tuple[int, ...]]
     return out
 
 
-def _clause_end(code: Sequence[Token], scopes: list[tuple[int, ...]], at: int,
-                sorting: bool = False) -> int:
+def _clause_end(code: Sequence[Token], scopes: list[tuple[int, ...]], at: int) -> int:
     """Where the projection (or the ``ORDER BY``'s keys) from ``code[at]`` ends: at the next
     clause word outside brackets (``ORDER``, ``SKIP``, ``LIMIT``, ``WHERE`` end a projection;
     ``SKIP`` and ``LIMIT`` end the keys)."""
