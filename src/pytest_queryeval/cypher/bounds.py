@@ -41,6 +41,14 @@ def where(tok: Token) -> str:
     return f"line {tok.line}, column {tok.column}"
 
 
+def _keyword(code: Sequence[Token], i: int) -> str:
+    """``code[i]`` upper-cased if it is a word that may be a keyword: not a property's name
+    (``n.limit``), which FalkorDB reads as a name whatever it spells."""
+    tok = code[i]
+    return tok.text.upper() if tok.kind == "word" and not (i and code[i - 1].text == ".") \
+        else ""
+
+
 def _count(n: int) -> str:
     """``n`` written out, or past 10^30 its power of ten: a product of thousands of
     iterations has more digits than Python writes (4,300), and writing it raised ValueError
@@ -56,15 +64,15 @@ def check_evaluation(code: Sequence[Token]) -> None:
     query's tokens without its comments."""
     scopes = _scopes(code)
     ranges = _check_ranges(code)
-    walked, evaluations, sources = _check_work(code, ranges, scopes)
+    rows, counted = _counted_rows(code, ranges)
+    walked, evaluations, sources = _check_work(code, ranges, scopes, rows)
     growth = _check_growth(code, scopes)
-    _check_bytes(code, scopes, growth, (walked, evaluations),
-                 min(max(_rows(code, ranges)), REPLY_ROWS))
+    _check_bytes(code, scopes, growth, (walked, evaluations), min(max(rows), REPLY_ROWS))
     weigh = _Weights(code, scopes, walked, growth)
     _check_reduce(code, scopes, walked, weigh, sources)
     _check_steps(code, scopes, weigh)
     _check_bodies(code, scopes, walked)
-    _check_sorts(code, ranges, scopes)
+    _check_sorts(code, scopes, rows, counted)
 
 
 #: The most values a ``range()`` may build in a query sent to a server: FalkorDB builds the
@@ -279,7 +287,7 @@ def _projection_bar(code: Sequence[Token], start: int, end: int) -> int | None:
 
 
 def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
-                  scopes: list[tuple[int, ...]]
+                  scopes: list[tuple[int, ...]], rows: list[int]
                   ) -> tuple[dict[int, int], dict[int, int], frozenset[int], frozenset[int]]:
     """Every ``range()``, list literal and use of a name bound to a list they made (``WITH
     range(1, 10) AS xs``, ``collect`` of the rows ranges were unwound into, ``x`` in ``[x IN
@@ -288,7 +296,7 @@ def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
     the accumulator's uses its ``reduce()``'s steps do not repeat as walks, by index: its
     bracket (:func:`_steady`). And the uses of names whose list holds lists (an element of it
     is no scalar: :func:`.operands.copies`)."""
-    sources = _made_sources(code, ranges, scopes)
+    sources = _made_sources(code, ranges, scopes, rows)
     names: dict[str, int] = {}
     ranged: set[str] = set()  # names bound to a list a range built (:func:`_held`)
     ranged_uses: set[int] = set()
@@ -347,11 +355,10 @@ def _in_scalar_call(code: Sequence[Token], scopes: list[tuple[int, ...]], k: int
 
 
 def _made_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
-                  scopes: list[tuple[int, ...]]) -> dict[int, int]:
+                  scopes: list[tuple[int, ...]], rows: list[int]) -> dict[int, int]:
     """The lists the text makes in place, by index: ranges, list literals (``[1, 2, 3]``
     holds 3), calls of :data:`_MADE_LISTS`, pattern comprehensions."""
     sources = {i: size for i, (size, _) in ranges.items()}
-    rows = _rows(code, ranges)
     for i, tok in enumerate(code):
         if tok.text == "," and scopes[i] and code[scopes[i][-1]].text == "[":
             sources[scopes[i][-1]] = sources.get(scopes[i][-1], 1) + 1
@@ -524,11 +531,6 @@ _PATTERN_ENDS = frozenset({"WHERE", "WITH", "RETURN", "MATCH", "OPTIONAL", "UNWI
                            "ORDER", "SKIP", "LIMIT", "UNION", "LOAD", "FOREACH", "YIELD"})
 
 
-def _rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]]) -> list[int]:
-    """:func:`_counted_rows`' rows alone."""
-    return _counted_rows(code, ranges)[0]
-
-
 def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]]
                   ) -> tuple[list[int], list[bool]]:
     """The rows the clause at each token runs over, as far as the text bounds them: one,
@@ -545,8 +547,7 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]]
             depth += 1
         elif tok.kind == "punct" and tok.text in _CLOSE:
             depth -= 1
-        word = tok.text.upper() if tok.kind == "word" and not (
-            i and code[i - 1].text == ".") else ""
+        word = _keyword(code, i)
         if aggregated and depth == 0 and word in _PROJECTION_ENDS:
             # past ``WITH collect(x) AS r``: one row, from which a MATCH of one pattern
             # matches what a first one does (``WITH collect(n.name) AS names MATCH (m:Movie)
@@ -820,7 +821,8 @@ def _iterations(code: Sequence[Token], scopes: list[tuple[int, ...]], sources: d
 
 
 def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
-                scopes: list[tuple[int, ...]]) -> tuple[dict[int, int], int, dict[int, int]]:
+                scopes: list[tuple[int, ...]], rows: list[int]
+                ) -> tuple[dict[int, int], int, dict[int, int]]:
     """Refuse a list a range made that is built or walked inside iterations over others
     whose sizes multiply past :data:`MAX_RANGE`, or all of them past :data:`MAX_RANGE_WORK`.
     An iteration (``x IN <list>``) repeats its bracket's content: a list at every depth of
@@ -828,10 +830,9 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
     iterated in each bracket hold, multiplied, by bracket; and the most values one list
     builds or walks (how many times an expression may be evaluated); and every list's
     values, by index (:func:`_list_sources`)."""
-    sources, steady, ranged, deep = _list_sources(code, ranges, scopes)
+    sources, steady, ranged, deep = _list_sources(code, ranges, scopes, rows)
     walked, own = _iterations(code, scopes, sources)
     own.update({(k, bracket): walked.get(bracket, 1) for k, bracket in steady.items()})
-    rows = _rows(code, ranges)
     total = peak = 0
     clauses = _clauses(code) if sources else []
     copied = _copied(code, scopes, walked, ranged) if sources else frozenset()
@@ -896,8 +897,7 @@ def _grouped_uses(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> froze
     uses: set[int] = set()
     clause = ""
     for i, tok in enumerate(code):
-        word = tok.text.upper() if tok.kind == "word" and not (
-            i and code[i - 1].text == ".") else ""
+        word = _keyword(code, i)
         if not scopes[i] and word in _MULTIPLIERS:
             grouped.clear()
         clause = word if not scopes[i] and word in _CLAUSES else clause
@@ -1877,14 +1877,13 @@ def _check_steps(code: Sequence[Token], scopes: list[tuple[int, ...]],
 MAX_SORTED = 100_000
 
 
-def _check_sorts(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
-                 scopes: list[tuple[int, ...]]) -> None:
+def _check_sorts(code: Sequence[Token], scopes: list[tuple[int, ...]], rows: list[int],
+                 counted: list[bool]) -> None:
     """Refuse a sort, a ``DISTINCT`` or a grouping (:data:`MAX_SORTED`) over more rows than
     the text counts, or over rows it cannot bound (a product of patterns, counted as
     :data:`UNBOUNDED_ROWS`) by a key that may hold several values (a map, a list, a name
     bound to one: :func:`_wide_uses`), or of :data:`MAX_PRODUCT` patterns or more, by any
     key: the graph's own properties are what an honest query sorts a product of two by."""
-    rows, counted = _counted_rows(code, ranges)
     wide = _wide_uses(code, scopes)
     degree = _products(code, scopes)
     for at, end, what in _sorted_clauses(code, scopes):
@@ -1926,9 +1925,8 @@ def _sorted_clauses(code: Sequence[Token], scopes: list[tuple[int, ...]]
     items (one with an aggregate beside other items), outside brackets: where they start and
     end, and which it is."""
     out: list[tuple[int, int, str]] = []
-    for i, tok in enumerate(code):
-        word = tok.text.upper() if tok.kind == "word" and not (
-            i and code[i - 1].text == ".") else ""
+    for i in range(len(code)):
+        word = _keyword(code, i)
         if not word or not _query_level(code, scopes, i):
             continue
         if word == "ORDER" and i + 1 < len(code) and code[i + 1].text.upper() == "BY":
@@ -1989,8 +1987,7 @@ def _products(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> list[int]
     names: set[str] | None = None  # the variables of the pattern being read
     degree, clause = 0, ""
     for i, tok in enumerate(code):
-        word = tok.text.upper() if tok.kind == "word" and not (
-            i and code[i - 1].text == ".") else ""
+        word = _keyword(code, i)
         level = _query_level(code, scopes, i)
         if names is not None and level and (word in _CLAUSES or tok.text == ","):
             degree += 0 if names & bound else 1
