@@ -484,9 +484,12 @@ def _rebind(table: dict[str, _V], name: str, value: _V | None) -> None:
 #: ``collect(n)`` of a 13-node graph walked nine deep); two deep (a self-join of a collected
 #: list) stays within :data:`MAX_RANGE`.
 UNSIZED_LIST = 1_000
-#: Functions that return a list, by lower-cased dotted name.
+#: Functions that return a list, by lower-cased dotted name. Not ``properties()``: a node's map
+#: holds what the node does, which counts as the node itself does, and a map the query made
+#: counts by its name's use inside the call (``WITH collect(properties(m)) AS ms RETURN [x IN
+#: ms | x.title]`` was refused as 2,000,000 values: the forty-third re-probe's M3).
 _MADE_LISTS = frozenset({"collect", "split", "keys", "labels", "nodes", "relationships",
-                         "string.matchregex", "list.sort", "reverse", "tail", "properties"})
+                         "string.matchregex", "list.sort", "reverse", "tail"})
 #: Those of :data:`_MADE_LISTS` whose elements count as scalars when nothing in their
 #: argument is a list counted here (iterating one walks nothing more).
 _SCALAR_LISTS = ("split", "keys", "labels", "collect", "nodes", "relationships")
@@ -836,7 +839,7 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
     total = peak = 0
     clauses = _clauses(code) if sources else []
     copied = _copied(code, scopes, walked, ranged) if sources else frozenset()
-    grouped = _grouped_uses(code, scopes) if sources else frozenset()
+    grouped = _grouped_uses(code, scopes) if sources else {}
     copies, concatenated = operands.copies(
         code, lambda k: _function(code, k) not in _NOT_LISTS, deep,
         lambda k: _function(code, k) not in _NOT_COPIED)
@@ -876,7 +879,7 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
                                    f"{_count(total)} value walks in all, more than "
                                    f"{MAX_RANGE_WORK:,}, in expressions the server evaluates "
                                    "without checking its timeout")
-        _check_per_row(code, i, what, work, 1 if i in grouped else rows[i], i in ranges or (
+        _check_per_row(code, i, what, work, min(grouped.get(i, rows[i]), rows[i]), i in ranges or (
             code[i].text == "[" and not _pattern_comprehension(code, i))
             or (i in ranged and _held(code, i, ranges)), clauses, scopes)
     return walked, peak, sources
@@ -886,32 +889,56 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
 _MULTIPLIERS = frozenset({"MATCH", "OPTIONAL", "UNWIND", "CALL", "LOAD", "FOREACH", "UNION"})
 
 
-def _grouped_uses(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> frozenset[int]:
+def _grouped_uses(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> dict[int, int]:
     """The uses of a name a ``WITH`` bound to the ``collect()`` of its group (``WITH p,
     collect(m.title) AS ms``), in the projections after it and before any clause that makes
-    rows again (:data:`_MULTIPLIERS`): the groups' lists hold the rows collected once in all,
-    not once a row each (the forty-third re-probe's M1 refused ``MATCH (p:Person) OPTIONAL
-    MATCH (p)-[:ACTED_IN]->(m:Movie) WITH p, collect(m.title) AS ms RETURN p.name, ms`` as
-    1,000,000 values on each of 100,001 rows)."""
-    grouped: set[str] = set()
-    uses: set[int] = set()
+    rows again (:data:`_MULTIPLIERS`), by index: the rows each is kept on. The groups' lists
+    hold the rows collected once in all, not once a row each (the forty-third re-probe's M1
+    refused ``MATCH (p:Person) OPTIONAL MATCH (p)-[:ACTED_IN]->(m:Movie) WITH p,
+    collect(m.title) AS ms RETURN p.name, ms`` as 1,000,000 values on each of 100,001 rows).
+    A ``MATCH`` whose every pattern shares a variable bound before it (:func:`_products`'
+    degree stays) expands each group by its own matches, counted as :data:`UNSIZED_LIST`
+    rows a group, as one pattern is: ``WITH p, collect(m.title) AS directed MATCH
+    (p)-[:ACTED_IN]->(m2) RETURN p.name, directed, collect(m2.title)`` was refused as 1,000
+    values on each of 100,001 rows."""
+    degree = _products(code, scopes)
+    grouped: dict[str, int] = {}
+    uses: dict[int, int] = {}
     clause = ""
     for i, tok in enumerate(code):
         word = _keyword(code, i)
-        if not scopes[i] and word in _MULTIPLIERS:
-            grouped.clear()
+        if not scopes[i] and word in _MULTIPLIERS and not (
+                word == "MATCH" and i and _keyword(code, i - 1) == "OPTIONAL"):
+            if word in ("MATCH", "OPTIONAL") and degree[_pattern_end(code, scopes, i)] \
+                    == degree[i]:
+                grouped = {name: on * UNSIZED_LIST for name, on in grouped.items()}
+            else:
+                grouped.clear()
         clause = word if not scopes[i] and word in _CLAUSES else clause
         if tok.kind in ("word", "quoted") and tok.text.strip("`") in grouped \
                 and not (i and code[i - 1].text.upper() in (".", "AS")):
-            uses.add(i)
+            uses[i] = grouped[tok.text.strip("`")]
         if word == "AS" and i + 1 < len(code) and code[i + 1].kind in ("word", "quoted"):
             start, _ = _named(code, scopes, i)
-            (grouped.add if clause == "WITH" and not scopes[i] and start + 3 <= i
-             and code[start].kind == "word" and _function(code, start) == "collect"
-             and code[start + 1].text == "(" and code[i - 1].text == ")"
-             and scopes[i - 2][len(scopes[start]):][:1] == (start + 1,)
-             else grouped.discard)(code[i + 1].text.strip("`"))
-    return frozenset(uses)
+            name = code[i + 1].text.strip("`")
+            if clause == "WITH" and not scopes[i] and start + 3 <= i \
+                    and code[start].kind == "word" and _function(code, start) == "collect" \
+                    and code[start + 1].text == "(" and code[i - 1].text == ")" \
+                    and scopes[i - 2][len(scopes[start]):][:1] == (start + 1,):
+                grouped[name] = 1
+            else:
+                grouped.pop(name, None)
+    return uses
+
+
+def _pattern_end(code: Sequence[Token], scopes: list[tuple[int, ...]], at: int) -> int:
+    """The index of the first clause word after the ``MATCH`` (or ``OPTIONAL``) at
+    ``code[at]``, outside brackets (its ``WHERE`` too), where :func:`_products` has read its
+    patterns; the last token when none follows."""
+    for k in range(at + 1, len(code)):
+        if not scopes[k] and _keyword(code, k) in _CLAUSES - {"MATCH"}:
+            return k
+    return len(code) - 1
 
 
 #: What a walk of a list by :data:`_HEAVY` costs, in walks of a value: FalkorDB's
