@@ -269,6 +269,10 @@ class Scored:
     #: results, as ``(gold text, gold table, predicted text, predicted table)``; None when
     #: either query did not execute (nothing for a judge to compare).
     compared: tuple[str, ResultTable, str, ResultTable] | None = None
+    #: The tables the engine counted as the prediction ran, where it counts them
+    #: (PostgreSQL: :mod:`.sources.pgreads`), when it failed too: an agent case's
+    #: ``forbidden_tables`` counts them (a routine's error carried a table's rows).
+    read: tuple[str, ...] = ()
 
 
 class Context(Protocol):

@@ -158,6 +158,10 @@ class Ledger:
         except ProtectedRead as exc:
             self._refused(f"read refused ({exc.reason()}): {_short(sql)}")
             raise
+        except PartlyRead as exc:  # what it read before it failed, counted by the engine
+            self._touch(_last_names(exc.tables))
+            self._unfinished(source, sql, sql_source, False)
+            raise
         except ReadRefused as exc:  # a read no count can see, not run: no write
             self._read_refused(sql, exc, source)
             raise
@@ -177,6 +181,7 @@ class Ledger:
         except (QueryTimeout, QueryFailed) as exc:
             self._unfinished(source, sql, sql_source, isinstance(exc, QueryTimeout))
             raise
+        self._touch(_last_names(table.meta.get("read", ())))  # counted as it ran (.pgreads)
         self._ran(sql, table, max_rows)
         return table
 
@@ -214,14 +219,15 @@ class Ledger:
             self.rows_read += len(table.rows)
 
     def final_query(self, source: DataSource, sql: str, ran: bool, *,
-                    timeout: float | None = None) -> None:
+                    timeout: float | None = None, read: Iterable[str] = ()) -> None:
         """The case's final query, which the kind ran (``ran``) or refused, counted as a
         replayed ``run_query`` call is without running it again: a write is a write attempt
         (the SQL guard's judgement, or the source's own ``write_clause``), the forbidden tables
         are those the engine reads for it. ``queries_executed`` and ``rows_read`` stay the
         tools' (the final query is the kind's, scored there). It was uncounted: a forbidden read in a
         subquery of it passed ``forbidden_tables: {max: 0}``, a refused ``DELETE`` was no write
-        attempt (issue 58, the twelfth re-probe's H8)."""
+        attempt (issue 58, the twelfth re-probe's H8). ``read``: the tables the engine counted
+        as it ran the query (:mod:`~..sources.pgreads`), beside those it plans."""
         from ..sources import source_type
         from .language import file_access
 
@@ -252,6 +258,7 @@ class Ledger:
                 self._touch(self._viewed(source, sql, dialect))
             if refusal is not None:
                 self._computed(refusal)
+            self._touch(_last_names(read))  # what the engine counted as it ran (.pgreads)
             try:
                 self._touch(tables_read(source, sql, sql_source, timeout))
             except CountUnknown as exc:
@@ -597,7 +604,7 @@ def tables_read(source: DataSource, sql: str, sql_source: bool,
             names = _account(ask, inner if inner.strip() else sql, timeout)
         except PartlyRead as exc:  # planned, not bound: the plan's tables beside the text's
             planned = exc.tables
-        except (QueryTimeout, SourceUnavailable, WorkerDied) as exc:  # not the text's: unknown
+        except (QueryTimeout, SourceUnavailable, WorkerDied, CountUnknown) as exc:  # unknown
             raise CountUnknown(f"the engine's account of the tables read could not be taken "
                                f"({exc.reason()})") from None
         except QueryEvalError:

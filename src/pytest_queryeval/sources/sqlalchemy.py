@@ -47,7 +47,9 @@ from .._util.secrets import MASK, mask_url
 from .._util.secrets import QUERY_PASSWORD as _QUERY_PASSWORD
 from ..errors import (
     ConfigError,
+    CountUnknown,
     MissingDependency,
+    PartlyRead,
     QueryEvalError,
     QueryEvalWarning,
     QueryFailed,
@@ -56,6 +58,7 @@ from ..errors import (
     SourceUnavailable,
 )
 from ..results import ResultTable, hashable_cell
+from . import pgreads
 from .base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_ROWS,
@@ -365,7 +368,7 @@ class SqlAlchemySource(SourceDefaults):
         plan = table.rows[0][0] if table.rows and table.rows[0] else None
         if isinstance(plan, str):
             plan = json.loads(plan)
-        names: set[str] = set()
+        names: set[str] = set(json.loads(table.rows[0][1])) if table.rows else set()
         stack: list[object] = [plan]
         while stack:
             node = stack.pop()
@@ -421,21 +424,30 @@ class SqlAlchemySource(SourceDefaults):
 
     def _plan_here(self, query: str, timeout: float) -> ResultTable:
         """``EXPLAIN (FORMAT JSON)`` of ``query`` in a read-only, time-limited transaction,
-        rolled back (not streamed: a plan is one row, and a cursor cannot hold EXPLAIN)."""
+        rolled back (not streamed: a plan is one row, and a cursor cannot hold EXPLAIN), with
+        the tables the backend counted as read while it planned (:mod:`.pgreads`: the
+        routines planning runs read what no plan names), as JSON in a second column. A plan
+        that fails after reading tables is :class:`PartlyRead` with them."""
         from sqlalchemy import exc
 
         conn = self._checked_connection()
         start = time.perf_counter()
+        before: dict[str, int] | None = None
         try:
             self._begin(conn, timeout)
+            before = _counters_before(conn)
             rows = conn.exec_driver_sql(
                 *_driver_statement(conn, "EXPLAIN (FORMAT JSON, VERBOSE) " + query)).fetchall()
+            read = _counted_after(conn, before)
         except exc.DBAPIError as e:
-            raise self._classify(e, False, timeout) from None
+            raise _partly_read(self._classify(e, False, timeout), conn, before) from None
+        except pgreads.CountsOff as e:
+            raise CountUnknown(str(e)) from None
         finally:
             _rollback_and_close(conn, reset=True)
-        plans = [(json.dumps(r[0]) if not isinstance(r[0], str) else r[0],) for r in rows[:1]]
-        return ResultTable(["plan"], plans, seconds=time.perf_counter() - start)
+        plans = [(json.dumps(r[0]) if not isinstance(r[0], str) else r[0],
+                  json.dumps(sorted(read))) for r in rows[:1]]
+        return ResultTable(["plan", "read"], plans, seconds=time.perf_counter() - start)
 
     def _execute_here(self, query: str, timeout: float, max_rows: int,
                       called: tuple[str, ...] | None) -> ResultTable:
@@ -451,10 +463,12 @@ class SqlAlchemySource(SourceDefaults):
         deadline = time.monotonic() + timeout
         fetched = FetchedRows(max_rows, self.max_bytes)
         authorized = None
+        before: dict[str, int] | None = None
         try:
             server_side = self._begin(conn, timeout)
             if called is not None and conn.dialect.name == "postgresql":
                 self._vet_relations(conn, query)
+                before = _counters_before(conn)  # what a prediction reads, counted (.pgreads)
             if called:
                 self._vet_functions(conn, called)
             if called is not None and conn.dialect.name == "sqlite":
@@ -468,12 +482,16 @@ class SqlAlchemySource(SourceDefaults):
             columns = list(result.keys())
             _fetch_rows(result, fetched, deadline, timeout, fired)
             result.close()
+            read = None if before is None else _counted_after(conn, before)
         except QueryEvalError:
             raise
+        except pgreads.CountsOff as e:
+            raise CountUnknown(str(e)) from None
         except exc.DBAPIError as e:
             if dropped.is_set():
                 raise _dropped(timeout, watchdog) from None
-            raise self._classify(e, fired.is_set(), timeout) from None
+            raise _partly_read(self._classify(e, fired.is_set(), timeout), conn,
+                               before) from None
         except Exception as e:
             if dropped.is_set():
                 raise _dropped(timeout, watchdog) from None
@@ -493,7 +511,10 @@ class SqlAlchemySource(SourceDefaults):
                 with contextlib.suppress(Exception):
                     conn.invalidate()
             _rollback_and_close(conn, reset=conn.dialect.name == "postgresql")
-        return fetched.table(columns, time.perf_counter() - start)
+        table = fetched.table(columns, time.perf_counter() - start)
+        if read is not None:
+            table.meta["read"] = sorted(read)
+        return table
 
     def _checked_connection(self) -> Connection:
         """A pooled connection whose role was checked once per source: a privileged role is
@@ -1068,6 +1089,46 @@ _CONVERTED = (list, dict, memoryview)
 def _first_line(e: object) -> str:
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__
+
+
+def _counters_before(conn: Connection) -> dict[str, int]:
+    """The backend's counts of table reads so far (:func:`.pgreads.counters`), and a
+    savepoint for the statement counted after them (:func:`_counted_after`)."""
+    before = pgreads.counters(lambda sql: _unstreamed(conn, sql))
+    _unstreamed(conn, f"SAVEPOINT {pgreads.SAVEPOINT}")
+    return before
+
+
+def _counted_after(conn: Connection, before: dict[str, int]) -> frozenset[str]:
+    """The tables the statement since :func:`_counters_before` read, its savepoint rolled
+    back first (what it set is undone; a failed statement leaves the transaction usable)."""
+    _unstreamed(conn, f"ROLLBACK TO SAVEPOINT {pgreads.SAVEPOINT}")
+    return pgreads.touched(before, pgreads.counters(lambda sql: _unstreamed(conn, sql)))
+
+
+def _unstreamed(conn: Connection, sql: str) -> list[Any]:
+    """``sql``'s rows (none for a statement without) on a client-side cursor: the
+    connection's ``stream_results``, set for the prediction, would declare a server-side
+    cursor for it (``DECLARE ... CURSOR FOR ROLLBACK TO SAVEPOINT``: a syntax error)."""
+    statement = _driver_statement(conn, sql)
+    result = conn.exec_driver_sql(statement[0], statement[1] if len(statement) == 2 else None,
+                                  execution_options={"stream_results": False})
+    return list(result.fetchall()) if result.returns_rows else []
+
+
+def _partly_read(error: QueryEvalError, conn: Connection,
+                 before: dict[str, int] | None) -> QueryEvalError:
+    """``error`` of a counted statement that failed, as :class:`PartlyRead` with the tables
+    it read before it failed: a routine's error carried a forbidden table's rows while the
+    plan, which failed, named none of it (the forty-fifth re-probe's N1-N8). A timeout or a
+    lost connection stays what it is (the count is then unknown)."""
+    if before is None or type(error) is not QueryFailed:
+        return error
+    try:
+        read = _counted_after(conn, before)
+    except Exception:
+        return error
+    return PartlyRead(str(error), read) if read else error
 
 
 def _rollback_and_close(conn: Connection, *, reset: bool = False) -> None:

@@ -39,6 +39,7 @@ from ..._util.wording import suggest
 from ...errors import (
     ConfigError,
     GoldError,
+    PartlyRead,
     QueryEvalError,
     QueryRefused,
     QueryTimeout,
@@ -521,7 +522,10 @@ class _SqlRun:
                 refused = self.guard(pred_sql, dialect, plan, read_only=True, size=False)
                 if refused is not None:
                     return refused
-            return self.failure(plan, e.reason(), seconds)
+            failed = self.failure(plan, e.reason(), seconds)
+            if isinstance(e, PartlyRead):  # what it read before it failed, counted
+                failed.read = tuple(sorted(e.tables))
+            return failed
         return None
 
     def best(self, schema: Schema | None, planned: Sequence[str], gold_seconds: float | None,

@@ -1,0 +1,84 @@
+"""The tables a PostgreSQL transaction read, from the backend's own counters.
+
+Why the counters and not only the plan: the plan names the relations a query scans, but the
+planner itself runs the database's routines while it plans, and they read what they like. An
+index expression or a partial index's predicate (folded when the relation cache is built), an
+inheritance child's ``CHECK`` (constraint exclusion), an extended statistics expression, a
+partition key expression, a range type's ``subtype_diff`` (range selectivity), a domain's
+``CHECK`` on a constant cast: each ran a PL/pgSQL routine reading ``employee`` while a query
+of other tables was planned, its error carried every last name, and the plan, which failed,
+named none of it (the forty-fifth re-probe's N1-N8). The catalog's reading of routines
+(:mod:`pytest_queryeval.agents.views`) follows each such route once found; the counters need
+no route: every scan, index scan and block a backend reads is counted against its relation
+in the transaction's statistics (``pg_stat_get_xact_*``), whoever asked for it.
+
+The counters are read before and after the statement, in the same transaction, the
+statement in a savepoint rolled back before the second reading (whatever it set, a
+``search_path`` too, is undone, and an error leaves the transaction usable); counts are not
+transactional, so what the rolled-back statement read stays counted. A backend's counts not
+yet sent to the statistics system carry over from earlier transactions, hence the
+difference. ``track_counts`` off (a server setting) counts nothing: the count is then
+unknown, never lower.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["SAVEPOINT", "counters", "touched"]
+
+#: The savepoint a counted statement runs in.
+SAVEPOINT = "queryeval_counted"
+
+#: Each relation outside the system schemas with something counted in this transaction: by
+#: its table (an index's and a TOAST table's counts are their table's: an index-only scan
+#: reads no block of the table), schema-qualified, and the sum of its counts. Fully
+#: qualified: a query may have changed ``search_path`` before a reading that is not
+#: rolled back.
+_COUNTERS_SQL = """
+SELECT pg_catalog.current_setting('track_counts'), n.nspname::pg_catalog.text,
+       c.relname::pg_catalog.text,
+       pg_catalog.pg_stat_get_xact_numscans(s.oid)
+         OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_xact_blocks_fetched(s.oid)
+         OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_xact_tuples_returned(s.oid)
+         OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_xact_tuples_fetched(s.oid)
+FROM pg_catalog.pg_class s
+LEFT JOIN pg_catalog.pg_index i ON i.indexrelid OPERATOR(pg_catalog.=) s.oid
+LEFT JOIN pg_catalog.pg_class o ON o.reltoastrelid OPERATOR(pg_catalog.=) s.oid
+  AND s.relkind OPERATOR(pg_catalog.=) 't'
+JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) COALESCE(i.indrelid, o.oid, s.oid)
+JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+WHERE s.relkind OPERATOR(pg_catalog.=) ANY (ARRAY['r', 'p', 'm', 'i', 't']::pg_catalog."char"[])
+  AND n.nspname OPERATOR(pg_catalog.<>) ALL
+      (ARRAY['pg_catalog', 'information_schema', 'pg_toast']::pg_catalog.name[])
+  AND pg_catalog.pg_stat_get_xact_numscans(s.oid)
+         OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_xact_blocks_fetched(s.oid)
+         OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_xact_tuples_returned(s.oid)
+         OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_xact_tuples_fetched(s.oid)
+      OPERATOR(pg_catalog.>) 0
+UNION ALL SELECT pg_catalog.current_setting('track_counts'), NULL, NULL, 0
+"""
+
+
+class CountsOff(Exception):
+    """``track_counts`` is off: the server counts no read."""
+
+
+def counters(rows: Callable[[str], Sequence[Sequence[Any]]]) -> dict[str, int]:
+    """The transaction's counts so far, by ``schema.table`` lower-cased; ``rows`` runs a
+    statement on the transaction's connection and gives its rows. Raises
+    :class:`CountsOff`."""
+    out: dict[str, int] = {}
+    for setting, schema, name, count in rows(_COUNTERS_SQL):
+        if str(setting).lower() not in ("on", "true", "1"):
+            raise CountsOff("the server's track_counts is off: it counts no table read")
+        if schema is not None and name is not None:
+            key = f"{schema}.{name}".lower()
+            out[key] = out.get(key, 0) + int(count)
+    return out
+
+
+def touched(before: dict[str, int], after: dict[str, int]) -> frozenset[str]:
+    """The tables counted more in ``after`` than in ``before``."""
+    return frozenset(name for name, count in after.items() if count > before.get(name, 0))
