@@ -131,6 +131,13 @@ def test_a_server_that_counts_no_read_leaves_the_count_unknown(
             "tool": ({"trajectory": [call("c1", "run_query", _HONEST), tool("c1", "1")]},
                      agent, GATES),
             "final": ({"predicted": _HONEST, "trajectory": []}, agent, GATES)})
+        from pytest_queryeval.sources.sqlalchemy import SqlAlchemySource
+
+        source = SqlAlchemySource("pg", postgres_server.readonly_url(name))
+        try:  # a prediction outside an agent case still runs
+            assert source.execute(_HONEST).rows == [(1,)]
+        finally:
+            source.close()
     for cid in ("tool", "final"):
         assert report.outcomes[cid] == "error", report.by_id[cid]
         assert "track_counts" in str(report.by_id[cid]), report.by_id[cid]
