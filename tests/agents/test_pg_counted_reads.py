@@ -141,3 +141,42 @@ def test_a_server_that_counts_no_read_leaves_the_count_unknown(
     for cid in ("tool", "final"):
         assert report.outcomes[cid] == "error", report.by_id[cid]
         assert "track_counts" in str(report.by_id[cid]), report.by_id[cid]
+
+
+#: N11: a child's CHECK raises while a text is EXPLAINed, so the plan's account fails while the
+#: query runs; N12: a constant folded into the plan passes max_bytes. Both read employee
+#: through an inheritance parent or a partitioned table and counted 0.
+SABOTAGE = [
+    "CREATE FUNCTION exb() RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$BEGIN IF "
+    "pg_catalog.current_query() ~* '^\\s*explain' AND current_user <> 'postgres' THEN "
+    "RAISE EXCEPTION 'not now'; END IF; RETURN true; END$$",
+    "CREATE TABLE people46 (last_name text)",
+    "CREATE TABLE sab46 (CHECK (exb())) INHERITS (people46)",
+    "CREATE TABLE staff46 (employee_id integer, last_name text)",
+    "INSERT INTO staff46 VALUES (1, 'Adams'), (2, 'Edwards')",
+    "ALTER TABLE staff46 INHERIT people46",
+    "CREATE TABLE ep45 (id int, name text) PARTITION BY LIST (id)",
+    "CREATE TABLE ep45_public PARTITION OF ep45 FOR VALUES IN (0)",
+    "CREATE TABLE ep45_secret PARTITION OF ep45 FOR VALUES IN (1)",
+    "INSERT INTO ep45 VALUES (0, 'public row'), (1, 'SECRET-alpha')",
+]
+
+
+@pytest.mark.parametrize(("forbidden", "sql", "planned"), [
+    ("staff46", "SELECT last_name FROM people46 WHERE last_name IS NOT NULL", False),
+    ("ep45_secret", "SELECT name FROM ep45 WHERE name <> repeat('x', 70000000)", True),
+], ids=["explain-refused", "plan-over-max-bytes"])
+def test_a_read_whose_plan_cannot_be_taken_counts_as_it_runs(
+        postgres_server: Any, forbidden: str, sql: str, planned: bool) -> None:
+    pytest.importorskip("sqlalchemy")
+    from pytest_queryeval.sources.sqlalchemy import SqlAlchemySource
+
+    with _database(postgres_server, "q45_s_" + uuid.uuid4().hex[:6], *SABOTAGE) as name:
+        source = SqlAlchemySource("pg", postgres_server.readonly_url(name))
+        try:
+            replayed, unrun, final = _counts(source, forbidden, sql)
+            assert replayed == 1.0
+            if planned:
+                assert (unrun, final) == (1.0, 1.0)
+        finally:
+            source.close()

@@ -355,8 +355,10 @@ class SqlAlchemySource(SourceDefaults):
         thirty-sixth re-probe's H6; CTEs and views resolved to the tables under them), planned, never
         run, in the read-only transaction every query gets: how an agent's reads of forbidden
         tables are counted (:mod:`pytest_queryeval.agents.ledger`). The guard checks the query
-        first, as for :meth:`execute`. On SQLite (a ``sqlite:`` URL), SQLite's own account, as
-        the ``sqlite`` datasource takes it (:meth:`_sqlite_reads`). QueryFailed for another
+        first, as for :meth:`execute`. With them, the tables the backend counted as read while
+        it planned (:mod:`.pgreads`); a plan that failed after reading some is
+        :class:`PartlyRead`. On SQLite (a ``sqlite:`` URL), SQLite's own account, as the
+        ``sqlite`` datasource takes it (:meth:`_sqlite_reads`). QueryFailed for another
         backend (the caller then reads the text) or a query the server cannot plan."""
         seconds = self.timeout if timeout is None else timeout
         if self.backend == "sqlite":
@@ -365,22 +367,10 @@ class SqlAlchemySource(SourceDefaults):
             raise QueryFailed(f"the {self.backend} backend gives no plan to read tables from")
         check_read_only(query, self.dialect)
         table = self._compiled(worker_plan, self._plan_here, query, seconds)
-        plan = table.rows[0][0] if table.rows and table.rows[0] else None
-        if isinstance(plan, str):
-            plan = json.loads(plan)
-        names: set[str] = set(json.loads(table.rows[0][1])) if table.rows else set()
-        stack: list[object] = [plan]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, dict):
-                if isinstance(node.get("Relation Name"), str):  # VERBOSE: its schema too
-                    schema = node.get("Schema")
-                    names.add(f"{schema}.{node['Relation Name']}" if isinstance(schema, str)
-                              else node["Relation Name"])
-                stack.extend(node.values())
-            elif isinstance(node, list):
-                stack.extend(node)
-        return frozenset(names)
+        if table.truncated:  # the names alone over max_bytes: never fewer than were read
+            raise CountUnknown(f"the tables the plan reads hold more than max_bytes "
+                               f"({self.max_bytes:,}) bytes of names")
+        return frozenset(str(row[0]) for row in table.rows)
 
     def _sqlite_reads(self, query: str, seconds: float) -> frozenset[str]:
         """The tables SQLite's authorizer is told of while it compiles ``query`` on the
@@ -445,9 +435,9 @@ class SqlAlchemySource(SourceDefaults):
             raise CountUnknown(str(e)) from None
         finally:
             _rollback_and_close(conn, reset=True)
-        plans = [(json.dumps(r[0]) if not isinstance(r[0], str) else r[0],
-                  json.dumps(sorted(read))) for r in rows[:1]]
-        return ResultTable(["plan", "read"], plans, seconds=time.perf_counter() - start)
+        names = _plan_relations(rows[0][0] if rows and rows[0] else None) | read
+        return ResultTable(["relation"], [(n,) for n in sorted(names)],
+                           seconds=time.perf_counter() - start)
 
     def _execute_here(self, query: str, timeout: float, max_rows: int,
                       called: tuple[str, ...] | None) -> ResultTable:
@@ -1088,6 +1078,30 @@ _CONVERTED = (list, dict, memoryview)
 def _first_line(e: object) -> str:
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__
+
+
+def _plan_relations(plan: object) -> frozenset[str]:
+    """The relations an ``EXPLAIN (FORMAT JSON, VERBOSE)`` plan scans, each with its schema
+    (``sales.orders``: without VERBOSE the plan named ``orders`` only, and a forbidden
+    ``sales.orders`` was never counted, the thirty-sixth re-probe's H6). Read where the plan
+    is made, so only the names leave the worker: a plan is as long as the constants a query
+    folds, and ``repeat('x', 70000000)`` made it pass max_bytes, cut to no row, an account of
+    nothing (the forty-fifth re-probe's N12)."""
+    if isinstance(plan, str):
+        plan = json.loads(plan)
+    names: set[str] = set()
+    stack: list[object] = [plan]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get("Relation Name"), str):
+                schema = node.get("Schema")
+                names.add(f"{schema}.{node['Relation Name']}" if isinstance(schema, str)
+                          else node["Relation Name"])
+            stack.extend(v for v in node.values() if isinstance(v, dict | list))
+        elif isinstance(node, list):
+            stack.extend(node)
+    return frozenset(names)
 
 
 def _counters_before(conn: Connection) -> dict[str, int]:
