@@ -180,3 +180,27 @@ def test_a_read_whose_plan_cannot_be_taken_counts_as_it_runs(
                 assert (unrun, final) == (1.0, 1.0)
         finally:
             source.close()
+
+
+def test_an_unrun_calls_account_is_bounded_by_the_budget(
+        pytester: pytest.Pytester, postgres_server: Any) -> None:
+    """M5: with ``replay: false`` the engine's account of each unrun call ran to the
+    datasource's timeout (30 s), so a plan-time routine that slept 4 s held a ``seconds: 2``
+    budget past it; the account gets what the budget leaves, and its timeout leaves the
+    counts unestablished (the case's error, naming it)."""
+    sleeps = (f"CREATE FUNCTION slp() RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$BEGIN IF "
+              f"current_user = '{postgres_server.readonly_user}' THEN PERFORM "
+              "pg_catalog.pg_sleep(4); END IF; RETURN true; END$$")
+    name = "q45_m5_" + uuid.uuid4().hex[:6]
+    with _database(postgres_server, name, sleeps, "CREATE TABLE sp45 (a int)",
+                   "CREATE TABLE sc45 (CHECK (slp())) INHERITS (sp45)"):
+        sql = "SELECT count(*) AS n FROM sp45 WHERE a = 1"
+        trajectory = [m for i in range(3) for m in (call(f"c{i}", "run_query", sql),
+                                                     tool(f"c{i}", "0"))]
+        agent = {"forbidden_tables": ["employee"], "replay": False,
+                 "budget": {"seconds": 2, "tool_calls": 20}}
+        report = _suite(pytester, {"type": "sqlalchemy", "timeout": 30,
+                                   "url": postgres_server.readonly_url(name)},
+                        {"slow": ({"trajectory": trajectory}, agent, GATES)})
+    assert report.outcomes["slow"] == "error", report.by_id["slow"]
+    assert "could not be taken (timeout" in str(report.by_id["slow"]), report.by_id["slow"]

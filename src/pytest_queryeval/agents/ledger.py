@@ -332,7 +332,8 @@ class Ledger:
                         f"could refuse it): {_short(sql)}")
 
     def count_unrun(self, sql: str, dialect: str | None, *, why: str,
-                    sql_source: bool = True, source: DataSource | None = None) -> None:
+                    sql_source: bool = True, source: DataSource | None = None,
+                    timeout: float | None = None) -> None:
         """A query of the trajectory that is not run (past the replay's budget, or with
         ``replay: false``): its write (a file it opens too, :func:`~.language.file_access`) and
         its forbidden tables judged on the text, so that what was not run never lowers a
@@ -342,7 +343,9 @@ class Ledger:
         was never run. With the case's ``source`` (an SQL one), the engine's account of the
         text, compiled and not run (:func:`tables_read`), counts beside the text's: a view over
         a forbidden table is a name only the engine resolves (``SELECT * FROM staff``, a view
-        of Employee, was no read of Employee when not replayed: the thirty-third re-probe)."""
+        of Employee, was no read of Employee when not replayed: the thirty-third re-probe).
+        ``timeout``: what the budget leaves for the engine's account (a plan-time routine
+        that slept held a ``seconds: 2`` budget 13 s: the forty-fifth re-probe's M5)."""
         if self._oversized(sql):
             return
         if not sql_source:
@@ -368,7 +371,7 @@ class Ledger:
             read = verdict.tables | tables_of(sql, dialect)
             if source is not None:  # when the engine cannot say, the text's account stands
                 try:
-                    read |= tables_read(source, sql, True, None)
+                    read |= tables_read(source, sql, True, timeout)
                 except CountUnknown as exc:
                     self.uncount(f"the agent's counts could not be established: {exc.reason()}")
                 except QueryEvalError:

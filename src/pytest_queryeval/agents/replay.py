@@ -222,7 +222,9 @@ def count_unrun(steps: Sequence[Step], ledger: Ledger, dialect: str | None, *, s
         ledger.call(step)
         query, judged = step_queries(step, sql)
         for text in ([query] if query is not None else []) + judged:
-            ledger.count_unrun(text, dialect, why=why, sql_source=sql, source=source)
+            left = None if until is None else max(until - time.monotonic(), 0.001)
+            ledger.count_unrun(text, dialect, why=why, sql_source=sql, source=source,
+                               timeout=left)
 
 
 def out_of_time(calls: int, seconds: float, why: str) -> str:
