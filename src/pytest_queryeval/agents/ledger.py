@@ -38,6 +38,7 @@ from ..errors import (
     TableComputed,
     WorkerDied,
 )
+from ..sources import pgreads
 from .textjudge import ANY_WRITE_WORD, is_write, may_write, tables_of
 from .trajectory import Step, call_key
 
@@ -154,13 +155,10 @@ class Ledger:
         if timeout is not None:
             kwargs["timeout"] = timeout
         try:
-            table = source.execute(sql, **kwargs)
+            with pgreads.counted():  # what it reads, counted by the engine
+                table = source.execute(sql, **kwargs)
         except ProtectedRead as exc:
             self._refused(f"read refused ({exc.reason()}): {_short(sql)}")
-            raise
-        except PartlyRead as exc:  # what it read before it failed, counted by the engine
-            self._touch(_last_names(exc.tables))
-            self._unfinished(source, sql, sql_source, False)
             raise
         except ReadRefused as exc:  # a read no count can see, not run: no write
             self._read_refused(sql, exc, source)
@@ -179,6 +177,8 @@ class Ledger:
             self._unparsed(sql, sql_source)
             raise
         except (QueryTimeout, QueryFailed) as exc:
+            if isinstance(exc, PartlyRead):  # what it read before it failed, engine-counted
+                self._touch(_last_names(exc.tables))
             self._unfinished(source, sql, sql_source, isinstance(exc, QueryTimeout))
             raise
         self._touch(_last_names(table.meta.get("read", ())))  # counted as it ran (.pgreads)

@@ -32,6 +32,7 @@ from ..predict import INLINE, Prediction, Predictor, fixed_source, make_predicto
 from ..predict.pool import PredictionPool, RequestKey, concurrency_of
 from ..rules.repeats import FIXED_NOTE, combine, signature
 from ..rules.thresholds import evaluate as check_thresholds
+from ..sources import pgreads
 from ..sources.base import DataSource, declared
 from .abstain import abstain_outcome, abstention, unanswered
 from .clarify import clarification, clarify_outcome, with_prediction
@@ -753,7 +754,8 @@ def _score_prediction(case: Case, evaluator: Evaluator, kind: Kind, prediction: 
     if unanswered_outcome is not None:
         return unanswered_outcome
     try:
-        scored = kind.evaluate(case, prediction.value, evaluator)
+        with pgreads.counted() if env is not None else contextlib.nullcontext():
+            scored = kind.evaluate(case, prediction.value, evaluator)  # an agent's: counted
     except QueryEvalError as exc:
         return CaseOutcome("error", predicted=predicted, error=_located(case, exc),
                            details=dict(exc.details or {}))

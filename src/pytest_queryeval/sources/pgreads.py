@@ -23,10 +23,26 @@ unknown, never lower.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from typing import Any
 
-__all__ = ["SAVEPOINT", "counters", "touched"]
+__all__ = ["COUNTING", "SAVEPOINT", "counted", "counters", "touched"]
+
+#: Whether the statements run now are an agent case's, whose reads are counted: the counts
+#: cost four round trips a statement, which a prediction outside an agent case does not pay.
+COUNTING: ContextVar[bool] = ContextVar("queryeval_pg_counting", default=False)
+
+
+@contextlib.contextmanager
+def counted() -> Iterator[None]:
+    """The statements run inside are counted (:data:`COUNTING`)."""
+    token = COUNTING.set(True)
+    try:
+        yield
+    finally:
+        COUNTING.reset(token)
 
 #: The savepoint a counted statement runs in.
 SAVEPOINT = "queryeval_counted"

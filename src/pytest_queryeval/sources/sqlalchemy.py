@@ -320,10 +320,11 @@ class SqlAlchemySource(SourceDefaults):
         called: tuple[str, ...] | None = None
         if not trusted:
             called = check_read_only(query, self.dialect)
+        counted = pgreads.COUNTING.get()  # an agent case's: what it reads is counted
         if self.isolation == "process":
-            return self._execute_in_worker(query, timeout, max_rows, called)
+            return self._execute_in_worker(query, timeout, max_rows, called, counted)
         self._report_capabilities(self._capabilities)
-        return self._execute_here(query, timeout, max_rows, called)
+        return self._execute_here(query, timeout, max_rows, called, counted)
 
     def refused_functions(self, query: str) -> str | None:
         """Why :meth:`execute` would refuse ``query`` for a volatile function it calls (the
@@ -440,9 +441,11 @@ class SqlAlchemySource(SourceDefaults):
                            seconds=time.perf_counter() - start)
 
     def _execute_here(self, query: str, timeout: float, max_rows: int,
-                      called: tuple[str, ...] | None) -> ResultTable:
+                      called: tuple[str, ...] | None, counted: bool = False) -> ResultTable:
         """:meth:`execute` on this process's pool; ``called``: the functions a predicted
-        PostgreSQL query calls, to be vetted by the server (None: a trusted query)."""
+        PostgreSQL query calls, to be vetted by the server (None: a trusted query);
+        ``counted``: the tables it reads are counted (:mod:`.pgreads`, an agent case's;
+        four more round trips, so not for every prediction)."""
         conn = self._checked_connection()
         from sqlalchemy import exc
 
@@ -456,14 +459,7 @@ class SqlAlchemySource(SourceDefaults):
         before: dict[str, int] | None = None
         try:
             server_side = self._begin(conn, timeout)
-            if called is not None and conn.dialect.name == "postgresql":
-                self._vet_relations(conn, query)
-                with contextlib.suppress(pgreads.CountsOff):  # then the plan's account stands
-                    before = _counters_before(conn)  # what a prediction reads (.pgreads)
-            if called:
-                self._vet_functions(conn, called)
-            if called is not None and conn.dialect.name == "sqlite":
-                authorized = _sqlite_authorized(conn)
+            before, authorized = self._vetted(conn, query, called, counted)
             watchdog = _Watchdog(self, conn, timeout + (_WATCHDOG_GRACE if server_side else 0.0),
                                  fired, dropped)
             result = conn.execution_options(stream_results=True, max_row_buffer=_FETCH_BATCH) \
@@ -504,6 +500,24 @@ class SqlAlchemySource(SourceDefaults):
         if read is not None:
             table.meta["read"] = sorted(read)
         return table
+
+    def _vetted(self, conn: Connection, query: str, called: tuple[str, ...] | None,
+                counted: bool) -> tuple[dict[str, int] | None, Any]:
+        """A predicted query's server-side checks (the relations it reads, the functions it
+        calls), the backend's counts before it when ``counted`` (None when the server counts
+        nothing: the plan's account then stands), and on SQLite the authorizer it runs under:
+        (counts, the authorized connection)."""
+        before = None
+        if called is not None and conn.dialect.name == "postgresql":
+            self._vet_relations(conn, query)
+            if counted:
+                with contextlib.suppress(pgreads.CountsOff):
+                    before = _counters_before(conn)  # what a prediction reads (.pgreads)
+        if called:
+            self._vet_functions(conn, called)
+        if called is not None and conn.dialect.name == "sqlite":
+            return before, _sqlite_authorized(conn)
+        return before, None
 
     def _checked_connection(self) -> Connection:
         """A pooled connection whose role was checked once per source: a privileged role is
@@ -547,7 +561,8 @@ class SqlAlchemySource(SourceDefaults):
         return self._box, self._spec_args
 
     def _execute_in_worker(self, query: str, timeout: float, max_rows: int,
-                           called: tuple[str, ...] | None) -> ResultTable:
+                           called: tuple[str, ...] | None, counted: bool = False
+                           ) -> ResultTable:
         """The query in the sandbox worker (the guard has run here): connecting, executing
         and fetching under its ``max_memory``; killed if it outlives the watchdog's stages."""
         box, spec = self._sandbox()
@@ -555,7 +570,7 @@ class SqlAlchemySource(SourceDefaults):
             worker_capabilities, spec, timeout=self.timeout + _WATCHDOG_GRACE + _HARD_GRACE,
             max_reply=1 << 16))
         return call_query(box, worker_execute, spec, query, timeout, max_rows,
-                          called, timeout=timeout,
+                          called, counted, timeout=timeout,
                           hard_timeout=timeout + _WATCHDOG_GRACE + _HARD_GRACE + _KILL_GRACE,
                           max_bytes=self.max_bytes, max_memory=self.max_memory,
                           killed="its worker was killed")
@@ -793,11 +808,11 @@ class SqlAlchemySource(SourceDefaults):
 
 
 def worker_execute(spec: tuple[Any, ...], query: str, timeout: float, max_rows: int,
-                   called: tuple[str, ...] | None) -> Reply:
+                   called: tuple[str, ...] | None, counted: bool = False) -> Reply:
     """:meth:`SqlAlchemySource.execute` in the sandbox worker, on a source (and its pool)
     cached there; a result cut by ``max_bytes`` keeps only the rows that fit in it."""
     src = _worker_source(spec)
-    return worker_reply(packing(src._execute_here, query, timeout, max_rows, called),
+    return worker_reply(packing(src._execute_here, query, timeout, max_rows, called, counted),
                         src.max_bytes)
 
 
