@@ -24,7 +24,7 @@ _SELF_CALLED = ("pg_has_role", "has_function_privilege", "has_table_privilege",
                 "has_schema_privilege", "pg_get_userbyid", "array_to_string", "unnest",
                 "count", "bool_or", "quote_ident", "string_agg", "pg_get_functiondef",
                 "pg_get_constraintdef", "pg_get_viewdef", "pg_get_expr", "text",
-                "current_database")
+                "current_database", "name")
 #: The operators those reads write, over the builtin types they compare: their routines run
 #: for the checks' every ``OPERATOR(pg_catalog.=)``.
 _SELF_OPERATORS = ("=", "<>", "<", ">", "<=", ">=", "~~", "!~~", "||", "~")
@@ -42,18 +42,21 @@ _TYPES = ("ARRAY[" + ", ".join(f"'pg_catalog.{t}'::pg_catalog.regtype" for t in 
 #: Routine ``p`` is one the checks call themselves: a builtin named in :data:`_SELF_CALLED`,
 #: ``age(xid)``, or the routine of a builtin operator of :data:`_SELF_OPERATORS` between two
 #: of :data:`_SELF_TYPES`. The server runs a builtin ``internal`` routine by its OID whatever
-#: its row says (fmgr's table); in ``sql`` the planner inlines the row's body instead, and a
-#: definer or ``SET`` row goes through ``fmgr_security_definer``: so each must be
-#: ``internal``, not definer, without options, whatever its row's age (N14).
-_SELF_USED = f"""(p.oid OPERATOR(pg_catalog.<) 16384::pg_catalog.oid AND (
-    (p.pronamespace OPERATOR(pg_catalog.=) 11::pg_catalog.oid
+#: its row says (fmgr's table of builtins); in ``sql`` the planner inlines the row's body
+#: instead: so each must stay ``internal``, whatever its row's age (N14). Written with
+#: ``= ANY`` and ``< ANY`` only: the planner inlines an operator's routine in SQL, not one a
+#: ``ScalarArrayOpExpr`` calls, so an ``oideq`` made ``SELECT false`` cannot empty this
+#: test as it empties every join on ``OPERATOR(pg_catalog.=)``.
+_SELF_USED = f"""(p.oid OPERATOR(pg_catalog.<) ANY (ARRAY[16384]::pg_catalog.oid[]) AND (
+    (p.pronamespace OPERATOR(pg_catalog.=) ANY (ARRAY[11]::pg_catalog.oid[])
      AND p.proname OPERATOR(pg_catalog.=) ANY ({_qualified(_SELF_CALLED, 'name')}))
-    OR p.oid OPERATOR(pg_catalog.=) 'pg_catalog.age(pg_catalog.xid)'::pg_catalog.regprocedure
+    OR p.oid OPERATOR(pg_catalog.=) ANY (ARRAY['pg_catalog.age(pg_catalog.xid)'::
+      pg_catalog.regprocedure]::pg_catalog.oid[])
     OR p.oid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT o.oprcode FROM pg_catalog.pg_operator o
-      WHERE o.oid OPERATOR(pg_catalog.<) 16384::pg_catalog.oid
+      WHERE o.oid OPERATOR(pg_catalog.<) ANY (ARRAY[16384]::pg_catalog.oid[])
         AND o.oprname OPERATOR(pg_catalog.=) ANY ({_qualified(_SELF_OPERATORS, 'name')})
         AND o.oprleft OPERATOR(pg_catalog.=) ANY ({_TYPES})
-        AND o.oprright OPERATOR(pg_catalog.=) ANY ({_TYPES})))))"""
+        AND o.oprright OPERATOR(pg_catalog.=) ANY ({_TYPES}))::pg_catalog.oid[])))"""
 
 #: A catalog row written after ``initdb`` made ``template0``: its ``xmin`` newer than the
 #: OLDER of two marks of ``template0`` (``{x}`` the row's alias). Its ``pg_database`` row's
@@ -126,20 +129,22 @@ _NAMES_OPERATOR = f"""
   FROM pg_catalog.pg_aggregate g WHERE g.aggfnoid{_LT}"""
 
 #: Rows of pgescape's ``ESCAPES_SQL`` (kind 6, ``tampered``): a builtin the checks call in
-#: a language other than ``internal`` (N14: not already named by pgescape's own test, which
-#: names a definer or ``SET`` builtin and one rewritten after ``initdb``); a builtin row
+#: a language other than ``internal`` (12), definer or given options (N14: pgescape's own
+#: test may name it too, through joins this one does without); a builtin row
 #: re-pointed at the database's routine or operator (OID from 16384: N15; a routine of the
 #: database runs where the builtin's did, for every caller, unnamed by any query).
 TAMPERED_SQL = f"""
   SELECT 6, 'tampered', 'builtin ' {_CAT} p.oid::pg_catalog.regprocedure::pg_catalog.text
-    {_CAT} ' in LANGUAGE ' {_CAT} l.lanname::pg_catalog.text {_CAT}
-    ' (the role check calls it: its own is internal)'
-  FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_language l
-    ON l.oid OPERATOR(pg_catalog.=) p.prolang
+    {_CAT} CASE WHEN p.prosecdef THEN ' marked SECURITY DEFINER'
+      WHEN p.proconfig IS NOT NULL THEN ' given SET options'
+      ELSE ' in LANGUAGE ' {_CAT} (SELECT l.lanname::pg_catalog.text
+        FROM pg_catalog.pg_language l
+        WHERE l.oid OPERATOR(pg_catalog.=) ANY (ARRAY[p.prolang])) END
+    {_CAT} ' (the role check calls it: its own is internal)'
+  FROM pg_catalog.pg_proc p
   WHERE {_SELF_USED}
-    AND l.lanname OPERATOR(pg_catalog.<>) 'internal' AND NOT p.prosecdef
-    AND p.proconfig IS NULL
-    AND NOT (l.lanname OPERATOR(pg_catalog.<>) 'c' AND {AFTER_INITDB.format(x='p')})
+    AND (p.prolang OPERATOR(pg_catalog.<>) ALL (ARRAY[12]::pg_catalog.oid[])
+         OR p.prosecdef OR p.proconfig IS NOT NULL)
   UNION ALL
   SELECT 6, 'tampered', r.what {_CAT} ' re-pointed at the database''s routine ' {_CAT}
     r.f::pg_catalog.regprocedure::pg_catalog.text
