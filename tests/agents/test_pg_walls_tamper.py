@@ -164,3 +164,40 @@ def test_a_builtin_row_re_pointed_at_the_databases_routine_is_refused(
     builtin, f=0."""
     setup, query, named = _REPOINTED[form]
     _refused(postgres_server, "q45t_rp", setup, query, named, "Edwards")
+
+
+def test_the_role_check_reads_pg_catalog_whatever_the_search_path(
+        postgres_server: Any) -> None:
+    """Found with N14: ``_ROLE_SQL`` named ``pg_roles`` unqualified, and a database whose
+    ``search_path`` is ``public, pg_catalog`` with a ``public.pg_roles`` of no rows hid a
+    membership of ``pg_execute_server_program``: a plain PL/pgSQL view ran ``COPY ... TO
+    PROGRAM`` as the read-only role."""
+    pytest.importorskip("sqlalchemy")
+    import os
+
+    from pytest_queryeval.sources.sqlalchemy import SqlAlchemySource
+
+    ro = postgres_server.readonly_user
+    mark = f"/tmp/qe45t-{uuid.uuid4().hex}.txt"
+    name = "q45t_sp_" + uuid.uuid4().hex[:6]
+    postgres_server.superuser_execute(f"GRANT pg_execute_server_program TO {ro}",
+                                      database="postgres")
+    try:
+        with _database(postgres_server, name,
+                       "CREATE FUNCTION px() RETURNS int LANGUAGE plpgsql VOLATILE AS $$BEGIN "
+                       f"COPY (SELECT 1) TO PROGRAM 'cat > {mark}'; RETURN 1; END$$",
+                       "CREATE VIEW pv AS SELECT px() AS n",
+                       "CREATE VIEW public.pg_roles AS SELECT * FROM pg_catalog.pg_roles "
+                       "WHERE false",
+                       f"ALTER DATABASE {name} SET search_path = public, pg_catalog"):
+            source = SqlAlchemySource("pg", postgres_server.readonly_url(name),
+                                      isolation="thread")
+            try:
+                got = _refusal(source, "SELECT n FROM pv")
+                assert "pg_execute_server_program" in str(got), got
+            finally:
+                source.close()
+        assert not os.path.exists(mark), "the prediction ran a program on the server"
+    finally:
+        postgres_server.superuser_execute(f"REVOKE pg_execute_server_program FROM {ro}",
+                                          database="postgres")

@@ -569,6 +569,11 @@ class SqlAlchemySource(SourceDefaults):
         from sqlalchemy import exc
 
         try:
+            # its reads name pg_roles, pg_class, pg_has_role unqualified: a database whose
+            # search_path puts public first had a public.pg_roles of no rows hide a superuser
+            # and any membership (pgtamper.py's N14 sibling)
+            conn.exec_driver_sql(
+                "SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true)")
             role, problems = privileges_found(conn)
             if problems != _SUPERUSER:  # (which reaches everything: nothing more to say)
                 problems += escapes_found(conn, _rows)
