@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .pgtamper import AFTER_INITDB, TAMPERED_SQL
+
 __all__ = ["ESCAPES_SQL", "REVOCABLE_KINDS", "TYPE_MEMBER", "escapes_found"]
 
 #: Extension libraries whose functions act outside the transaction or below the tables'
@@ -85,16 +87,14 @@ _MAY_EXECUTE = ("EXISTS (SELECT 1 FROM pg_catalog.pg_roles m WHERE "
 _REACHED = (f"({_MAY_EXECUTE} "
             f"OR p.oid OPERATOR(pg_catalog.=) ANY (ARRAY{_CALLED_UNCHECKED}))")
 
-#: A catalog row written after ``initdb`` made ``template0`` (its last database): a builtin
-#: replaced in place keeps its OID under 16384 but not its row version (``CREATE OR REPLACE
-#: FUNCTION pg_catalog.initcap(text) ... LANGUAGE sql`` over a table, ``CREATE OR REPLACE
-#: VIEW pg_catalog.pg_roles`` that blinded this very check: the forty-third re-probe's R3,
-#: R6, R9). Rows of builtins the server itself updates in place (statistics, a frozen
-#: transaction id) keep theirs; a ``GRANT`` or ``REVOKE`` on a builtin writes a new one, so
-#: only what a replacement changes is read this way (an SQL body, a view's rule).
-_AFTER_INITDB = ("pg_catalog.age({x}.xmin) OPERATOR(pg_catalog.<) (SELECT pg_catalog.age(d.xmin) "
-                 "FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) "
-                 "'template0')")
+#: A catalog row written after ``initdb`` made ``template0``: a builtin replaced in place
+#: keeps its OID under 16384 but not its row version (``CREATE OR REPLACE FUNCTION
+#: pg_catalog.initcap(text) ... LANGUAGE sql`` over a table, ``CREATE OR REPLACE VIEW
+#: pg_catalog.pg_roles`` that blinded this very check: the forty-third re-probe's R3, R6,
+#: R9). Only what a replacement changes is read this way (an SQL body, a view's rule): a
+#: ``GRANT`` writes a new row too. Its mark, and the tests that need none (N14, N15), are
+#: :mod:`.pgtamper`'s.
+_AFTER_INITDB = AFTER_INITDB
 
 #: (kind, name, how many of that kind) for every route the current role can take; the
 #: names are cut to five a kind. The routines are those the role, or a role it may become,
@@ -172,6 +172,7 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
     r.ev_class::pg_catalog.regclass::pg_catalog.text
   FROM pg_catalog.pg_rewrite r
   WHERE r.oid OPERATOR(pg_catalog.<) 16384::pg_catalog.oid AND {_AFTER_INITDB.format(x='r')}
+  UNION ALL {TAMPERED_SQL}
 ) e ORDER BY o, name
 """
 

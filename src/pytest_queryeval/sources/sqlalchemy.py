@@ -584,7 +584,7 @@ class SqlAlchemySource(SourceDefaults):
         from sqlalchemy import exc
 
         try:
-            role, problems = privileges_found(conn)
+            role, problems = _in_pg_catalog(conn, privileges_found)
             if problems != _SUPERUSER:  # (which reaches everything: nothing more to say)
                 problems += escapes_found(conn, _rows)
         except exc.DBAPIError as e:
@@ -883,6 +883,23 @@ class PrivilegedRole(SourceUnavailable):
     :func:`privileges_found`); refused unless ``allow_privileged: true``."""
 
     prefix = "unsafe source"
+
+
+def _in_pg_catalog(conn: Connection, read: Any) -> Any:
+    """``read(conn)`` with ``search_path`` ``pg_catalog, pg_temp``, the database's own after:
+    ``_ROLE_SQL`` and the others name ``pg_roles``, ``pg_class``, ``pg_has_role``
+    unqualified, and a database whose ``search_path`` is ``public, pg_catalog`` with a
+    ``public.pg_roles`` of no rows hid a membership of ``pg_execute_server_program`` (a
+    PL/pgSQL view ran ``COPY ... TO PROGRAM``: found with the forty-fifth re-probe's N14).
+    The database's own is back for the names the refusals print."""
+    from sqlalchemy import text
+
+    path = conn.exec_driver_sql("SELECT pg_catalog.current_setting('search_path')").scalar()
+    conn.exec_driver_sql(
+        "SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true)")
+    found = read(conn)
+    conn.execute(text("SELECT pg_catalog.set_config('search_path', :p, true)"), {"p": path})
+    return found
 
 
 def privileges_found(conn: Connection) -> tuple[str, list[str]]:
