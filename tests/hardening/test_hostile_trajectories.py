@@ -247,4 +247,5 @@ def test_the_replay_stops_at_the_seconds_budget(pytester):
     report = _bounded_run(pytester)
     agent = report.by_id["secs"]["details"]["agent"]
     assert agent["budget_exceeded"] == "seconds"
-    assert 47 <= agent["not_replayed"] <= 48
+    assert 47 <= agent["not_replayed"] <= 49  # 1 to 3 run: on a loaded machine the first
+    # call's 1 s timeout and its worker's start can take the whole 2 s

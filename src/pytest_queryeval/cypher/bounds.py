@@ -64,7 +64,7 @@ def check_evaluation(code: Sequence[Token]) -> None:
     query's tokens without its comments."""
     scopes = _scopes(code)
     ranges = _check_ranges(code)
-    rows, counted = _counted_rows(code, ranges)
+    rows, counted, _ = _counted_rows(code, ranges)
     walked, evaluations, sources = _check_work(code, ranges, scopes, rows)
     growth = _check_growth(code, scopes)
     _check_bytes(code, scopes, growth, (walked, evaluations), min(max(rows), REPLY_ROWS))
@@ -72,7 +72,8 @@ def check_evaluation(code: Sequence[Token]) -> None:
     _check_reduce(code, scopes, walked, weigh, sources)
     _check_steps(code, scopes, weigh)
     _check_bodies(code, scopes, walked)
-    _check_sorts(code, scopes, rows, counted)
+    _check_sorts(code, scopes, ranges, *_counted_rows(
+        code, ranges, _unwound_names(code, scopes, sources, counted)))
 
 
 #: The most values a ``range()`` may build in a query sent to a server: FalkorDB builds the
@@ -146,8 +147,10 @@ def _check_per_row(code: Sequence[Token], i: int, what: str, work: int, on: int,
     while clause == "|" and scopes[k]:
         k = scopes[k][-1]
         clause = clauses[k]
-    if not literal or clause not in ("WITH", "RETURN"):
-        return  # a list a row is unwound into, or matched against, is not kept
+    if not literal or clause not in ("WITH", "RETURN", "ORDER"):
+        return  # a list a row is unwound into, or matched against, is not kept (a sort's
+        # key is: ``ORDER BY [0, ..., -y]`` of 1,001 values over 100,000 rows held a 3 s
+        # server 10 s, the forty-fifth re-probe's T4)
     if work * min(on, REPLY_ROWS) > MAX_RANGE_WORK:
         raise QueryRefused(f"{what} at {where(code[i])} is built on each row: {_count(work)} values "
                            f"on each of up to {min(on, REPLY_ROWS):,} rows, more than "
@@ -534,17 +537,23 @@ _PATTERN_ENDS = frozenset({"WHERE", "WITH", "RETURN", "MATCH", "OPTIONAL", "UNWI
                            "ORDER", "SKIP", "LIMIT", "UNION", "LOAD", "FOREACH", "YIELD"})
 
 
-def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]]
-                  ) -> tuple[list[int], list[bool]]:
+def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
+                  unwound: dict[int, tuple[int, bool]] | None = None
+                  ) -> tuple[list[int], list[bool], list[int]]:
     """The rows the clause at each token runs over, as far as the text bounds them: one,
     times each ``UNWIND`` of a literal ``range()`` or of a list literal of literals, capped
     by a literal ``LIMIT``; :data:`UNBOUNDED_ROWS` from a clause of :data:`_ROW_SOURCES` or
     an ``UNWIND`` of anything else on (errs high: a ``WITH`` that aggregates does not
     lower it). And whether the text counts them (ranges, list literals, a ``LIMIT``), or
-    they are a guess of a graph's matches."""
+    they are a guess of a graph's matches. And the rows the text's counted factors make at
+    least, whatever the guesses beside them (``MATCH (a) UNWIND range(1,1000000) ...`` sorted
+    13,000,000 rows, taken for 1,000,000 guessed: the forty-fifth re-probe's T3).
+    ``unwound``: what an ``UNWIND`` of a name unwinds, by the name's index
+    (:func:`_unwound_names`), and whether the text counts it."""
     out: list[int] = []
     counted: list[bool] = []
-    rows, matched, depth, aggregated, exact = 1, False, 0, False, True
+    least: list[int] = []
+    rows, matched, depth, aggregated, exact, floor = 1, False, 0, False, True, 1
     for i, tok in enumerate(code):
         if tok.kind == "punct" and tok.text in _OPEN:
             depth += 1
@@ -555,7 +564,7 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]]
             # past ``WITH collect(x) AS r``: one row, from which a MATCH of one pattern
             # matches what a first one does (``WITH collect(n.name) AS names MATCH (m:Movie)
             # RETURN m.title, names`` was taken for a product and refused)
-            rows, aggregated, matched, exact = 1, False, False, True
+            rows, aggregated, matched, exact, floor = 1, False, False, True, 1
         if word == "MATCH":
             one = not matched and _one_pattern(code, i + 1)
             rows, matched = _times(rows, UNSIZED_LIST, False) if one \
@@ -564,9 +573,13 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]]
         elif word in _ROW_SOURCES:
             rows, exact = max(rows, UNBOUNDED_ROWS), False
         elif word == "UNWIND":
-            size = _unwound(code, ranges, i + 1)
-            rows = max(rows, UNBOUNDED_ROWS) if size is None else _times(rows, size, exact)
-            exact = exact and size is not None
+            size, sized = _unwound(code, ranges, i + 1), True
+            if size is None and unwound and i + 1 in unwound:
+                size, sized = unwound[i + 1]
+            rows = max(rows, UNBOUNDED_ROWS) if size is None else _times(rows, size,
+                                                                         exact and sized)
+            floor *= size if size is not None and sized else 1
+            exact = exact and size is not None and sized
         elif word == "LIMIT" and depth == 0 and _limits(code, i):
             # unbounded rows are as many as a LIMIT lets through: ``WITH y LIMIT 4000000``
             # after a product of ranges kept 4,000,000 rows, which a collect() then held as
@@ -578,11 +591,40 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]]
                                    "of numbers is sent there")
             if limit is not None and (rows >= UNBOUNDED_ROWS or limit <= rows):
                 rows, exact = limit, True
+            floor = min(floor, rows)
         if word == "WITH" and depth == 0:
             aggregated = _aggregates_only(code, i + 1)  # its own items see the rows before
         out.append(rows)
         counted.append(exact)
-    return out, counted
+        least.append(floor)
+    return out, counted, least
+
+
+def _unwound_names(code: Sequence[Token], scopes: list[tuple[int, ...]],
+                   sources: dict[int, int], counted: list[bool]) -> dict[int, tuple[int, bool]]:
+    """For each ``UNWIND`` of a name bound to a list (``UNWIND r AS a``), by the name's index:
+    the values the list holds (:func:`_list_sources`) and whether the text counts them (a
+    ``collect()`` bound outside brackets, over rows the text counts). An ``UNWIND`` of a name
+    made the rows unbounded and uncounted, so a sort over two of them, by a one-value key,
+    was never refused: ``UNWIND range(1,3000) AS y WITH collect(y) AS r UNWIND r AS a UNWIND
+    r AS b RETURN a ORDER BY b`` sorted 9,000,000 rows, 11.7 s on a 3 s server (the
+    forty-fifth re-probe's T2)."""
+    bound: dict[str, bool] = {}  # a name a top-level collect() bound: its rows counted?
+    out: dict[int, tuple[int, bool]] = {}
+    for i, tok in enumerate(code):
+        if scopes[i] or tok.kind != "word" or i + 2 >= len(code):
+            continue
+        word = tok.text.upper()
+        name = code[i + 1].text.strip("`")
+        if word == "AS" and code[i + 1].kind in ("word", "quoted"):
+            start, _ = _named(code, scopes, i)
+            bound[name] = _function(code, start) == "collect" and code[i - 1].text == ")" \
+                and counted[start] and start + 1 < i and code[start + 1].text == "(" \
+                and scopes[i - 2][:1] == (start + 1,)
+        elif word == "UNWIND" and code[i + 2].text.upper() == "AS" \
+                and code[i + 1].kind in ("word", "quoted") and i + 1 in sources:
+            out[i + 1] = (sources[i + 1], bound.get(name, False))
+    return out
 
 
 def _times(rows: int, each: int, exact: bool) -> int:
@@ -1041,6 +1083,12 @@ def _copied(code: Sequence[Token], scopes: list[tuple[int, ...]], walked: dict[i
     return frozenset(out)
 
 
+#: Calls whose list holds strings: an element unwound from one is one value, whatever the
+#: call's argument (``UNWIND labels(n) AS l RETURN l, count(*)`` was refused as a grouping
+#: by a wide key: the forty-fifth re-probe's O1).
+_STRING_LISTS = frozenset({"labels", "keys", "split"})
+
+
 def _wide_uses(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> frozenset[int]:
     """The uses of names bound to a value that may hold several values (:func:`_wide`: a
     map, a list, most calls' values), to a ``collect()`` of such values, or to such a name
@@ -1057,7 +1105,10 @@ def _wide_uses(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> frozense
             start, keyword = _named(code, scopes, i)
             if keyword == "UNWIND" and code[start].text == "[":
                 start += 1  # UNWIND [1, 2] AS k: an element, not the list
-            (wide.add if any(k in uses or _wide(code, k) for k in range(start, i))
+            strings = keyword == "UNWIND" and start + 1 < i and code[start + 1].text == "(" \
+                and _function(code, start) in _STRING_LISTS and code[i - 1].text == ")" \
+                and scopes[i - 2][len(scopes[start]):][:1] == (start + 1,)
+            (wide.add if not strings and any(k in uses or _wide(code, k) for k in range(start, i))
              else wide.discard)(code[i + 1].text.strip("`"))
     return frozenset(uses)
 
@@ -1904,28 +1955,30 @@ def _check_steps(code: Sequence[Token], scopes: list[tuple[int, ...]],
 MAX_SORTED = 100_000
 
 
-def _check_sorts(code: Sequence[Token], scopes: list[tuple[int, ...]], rows: list[int],
-                 counted: list[bool]) -> None:
+def _check_sorts(code: Sequence[Token], scopes: list[tuple[int, ...]],
+                 ranges: dict[int, tuple[int, int]], rows: list[int], counted: list[bool],
+                 least: list[int]) -> None:
     """Refuse a sort, a ``DISTINCT`` or a grouping (:data:`MAX_SORTED`) over more rows than
     the text counts, or over rows it cannot bound (a product of patterns, counted as
     :data:`UNBOUNDED_ROWS`) by a key that may hold several values (a map, a list, a name
     bound to one: :func:`_wide_uses`), or of :data:`MAX_PRODUCT` patterns or more, by any
     key: the graph's own properties are what an honest query sorts a product of two by."""
     wide = _wide_uses(code, scopes)
-    degree = _products(code, scopes)
+    degree = _products(code, scopes, ranges)
     for at, end, what in _sorted_clauses(code, scopes):
         if end - at == 0 or _top(code, end) <= MAX_SORTED:
             continue
         keyed = any(k in wide or (_wide(code, k) and _function(code, k) not in _NOT_LISTS)
                     for k in range(at, end))  # type(r), toString(x): one value
-        if (counted[at] and rows[at] > MAX_SORTED) or (
+        if (counted[at] and rows[at] > MAX_SORTED) or least[at] > MAX_SORTED or (
                 not counted[at] and rows[at] >= UNBOUNDED_ROWS
                 and (keyed or degree[at] >= MAX_PRODUCT)):
-            whose = "the text counts" if counted[at] else \
+            whose = "the text counts" if counted[at] or least[at] > MAX_SORTED else \
                 f"of a product of {degree[at]} patterns" + (
                     ", by a key that may hold several values" if keyed else "")
             raise QueryRefused(
-                f"{what} at {where(code[at - 1])} takes up to {_count(rows[at])} rows "
+                f"{what} at {where(code[at - 1])} takes up to "
+                f"{_count(max(rows[at], least[at]))} rows "
                 f"{whose}, more than {MAX_SORTED:,}: the server sorts, removes duplicates and groups "
                 "them in one step, without checking its timeout (add a LIMIT after an "
                 "ORDER BY, or bound the rows)")
@@ -1933,16 +1986,22 @@ def _check_sorts(code: Sequence[Token], scopes: list[tuple[int, ...]], rows: lis
 
 def _top(code: Sequence[Token], end: int) -> int:
     """How many rows a ``LIMIT`` right after ``code[end]`` (after a ``SKIP`` too) keeps of a
-    sort (a top of that many is kept, not a sort of all), or a number past any bound."""
-    k = end
+    sort (a top of that many is kept, not a sort of all), or a number past any bound. The
+    server keeps the skipped rows too: ``ORDER BY m SKIP 999990 LIMIT 10`` sorted 1,000,000
+    six-key maps, 8 s on a 3 s server (the forty-fifth re-probe's T1), so a ``SKIP`` counts
+    with the ``LIMIT``, and one the guard cannot read leaves no top."""
+    k, skipped = end, 0
     if k < len(code) and code[k].kind == "word" and code[k].text.upper() == "SKIP":
-        k += 1
+        skip = _limit(code, k + 1)
+        if skip is None:
+            return MAX_SORTED + 1
+        skipped, k = skip, k + 1
         while k < len(code) and not (code[k].kind == "word"
                                      and code[k].text.upper() in _CLAUSES):
             k += 1
     if k < len(code) and code[k].kind == "word" and code[k].text.upper() == "LIMIT" \
             and (limit := _limit(code, k + 1)) is not None:
-        return limit
+        return skipped + limit
     return MAX_SORTED + 1
 
 
@@ -2003,7 +2062,8 @@ def _aggregates_some(code: Sequence[Token], at: int, end: int) -> bool:
 MAX_PRODUCT = 3
 
 
-def _products(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> list[int]:
+def _products(code: Sequence[Token], scopes: list[tuple[int, ...]],
+              ranges: dict[int, tuple[int, int]] | None = None) -> list[int]:
     """For each token, how many patterns matched so far share no variable with one bound
     before them (``MATCH (a), (b)`` two; ``MATCH (a) MATCH (a)-->(b)`` one): the rows are a
     product of that many of the graph's matches. A ``WITH`` keeps the names it projects (all
@@ -2024,6 +2084,11 @@ def _products(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> list[int]
             clause = "MATCH" if word == "OPTIONAL" else word
         if level and word == "UNION":
             degree, bound = 0, set()
+        elif level and word == "UNWIND" and ranges is not None \
+                and _unwound(code, ranges, i + 1) is None:
+            degree += 1  # a list the text does not size: its values multiply the rows
+            # as a pattern's matches do (``UNWIND r AS a UNWIND r AS b ... ORDER BY b``
+            # over a collected list of 3,000 sorted 9,000,000 rows: the forty-fifth T2)
         elif level and word == "WITH":
             if _aggregates_only(code, i + 1):
                 degree = 0
