@@ -13,7 +13,18 @@ from ranges stay refused.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cypher.test_bolt import run_on_server
+from tests.fixtures.bolt_server import require, running_server
+
 _BUILT = "built on each row"
+_SORTED = "takes up to"
+_MAPS = "{a:y,b:y,c:y,d:y,e:y,f:y}"
+_ZEROS = ",".join(["0"] * 1000)
 
 #: (the query, a word of its refusal)
 REFUSED = {
@@ -32,6 +43,22 @@ REFUSED = {
     "properties-three-deep": ("MATCH (n) WITH collect(properties(n)) AS l "
                               "RETURN size([x IN l | [y IN l | [z IN l | x]]]) AS s",
                               "built or walked"),
+    "t1-skip": ("UNWIND range(1,1000000) AS y WITH " + _MAPS + " AS m ORDER BY m "
+                "SKIP 999990 LIMIT 10 RETURN m.a AS s", _SORTED),
+    "t1-skip-arithmetic": ("UNWIND range(1,1000000) AS y WITH y ORDER BY {a:y,b:y,c:y} "
+                           "SKIP 999989 + 1 LIMIT 10 RETURN y AS s", _SORTED),
+    "t1-in-subquery": ("CALL { UNWIND range(1,1000000) AS y WITH " + _MAPS + " AS m ORDER BY m "
+                       "SKIP 999990 LIMIT 10 RETURN m } RETURN count(*) AS s", _SORTED),
+    "t2-unwound-names": ("UNWIND range(1,3000) AS y WITH collect(y) AS r UNWIND r AS a "
+                         "UNWIND r AS b RETURN a AS s ORDER BY b", _SORTED),
+    "t2-grouped": ("UNWIND range(1,3000) AS y WITH collect(y) AS r UNWIND r AS a UNWIND r AS b "
+                   "RETURN a + b * 3000 AS s, count(*) AS c", _SORTED),
+    "t2-three-graph-lists": ("MATCH (n) WITH collect(n) AS r UNWIND r AS a UNWIND r AS b "
+                             "UNWIND r AS c RETURN a.name AS s ORDER BY b.name", _SORTED),
+    "t3-match-then-range": ("MATCH (a) UNWIND range(1,1000000) AS y RETURN y AS s ORDER BY y",
+                            _SORTED),
+    "t4-wide-key": ("UNWIND range(1,100000) AS y WITH y ORDER BY [" + _ZEROS + ",-y] "
+                    "RETURN count(*) AS s", _BUILT),
 }
 
 #: Honest queries beside them: sent (each was refused before).
@@ -42,4 +69,54 @@ SENT = [
     "MATCH (p)-[:ACTED_IN]->(m2:Movie) RETURN p.name, directed, collect(m2.title) AS acted",
     "MATCH (p:Person)-[:DIRECTED]->(m:Movie) WITH p, collect(m.title) AS directed "
     "OPTIONAL MATCH (p)-[:ACTED_IN]->(m2:Movie) RETURN p.name, directed, count(m2) AS n",
+    "MATCH (n) UNWIND labels(n) AS l RETURN l, count(*) AS c",
+    "MATCH (n) UNWIND labels(n) AS l RETURN l AS label, count(*) AS c ORDER BY c DESC",
+    "MATCH (n) UNWIND keys(n) AS k RETURN DISTINCT k AS key",
+    "MATCH (m:Movie) UNWIND split(m.tagline, ' ') AS w RETURN w, count(*) AS c "
+    "ORDER BY c DESC LIMIT 10",
+    "MATCH (m:Movie) WITH collect(m) AS ms UNWIND ms AS m RETURN m.title AS t ORDER BY t",
+    "MATCH (m:Movie) RETURN m.title AS t ORDER BY m.released SKIP 2 LIMIT 3",
+    "UNWIND range(1, 1000) AS y RETURN y ORDER BY y DESC SKIP 10 LIMIT 10",
 ]
+
+_COUNT = "MATCH (m:Movie) RETURN count(m) AS c"
+
+
+def _call(cid: str, query: str) -> list[dict[str, object]]:
+    return [{"role": "assistant", "content": None, "tool_calls": [{
+        "id": cid, "type": "function",
+        "function": {"name": "run_query", "arguments": json.dumps({"query": query})}}]},
+        {"role": "tool", "tool_call_id": cid, "content": "38"}]
+
+
+def test_the_sorts_are_refused_and_the_honest_cases_after_them_pass(
+        pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """End to end with ``rehearse: false`` and a 3 s timeout, on a server of its own: the
+    T1 to T4 texts as predictions and as an agent's second ``run_query`` (each held the
+    server past its timeout, and the honest golds after them timed out) are refused unsent;
+    the honest cases after them pass and the server runs nothing after the suite."""
+    require()
+    hostile = {name: REFUSED[name][0] for name in (
+        "t1-skip", "t2-unwound-names", "t3-match-then-range", "t4-wide-key")}
+    runs = {"h0": {"predicted": _COUNT, "trajectory": _call("a", _COUNT)}}
+    for name, query in hostile.items():
+        runs[f"p-{name}"] = {"predicted": query, "trajectory": _call("a", _COUNT)}
+        runs[f"a-{name}"] = {"predicted": _COUNT,
+                             "trajectory": _call("a", _COUNT) + _call("b", query)}
+    runs.update({f"h{k}": runs["h0"] for k in (1, 2, 3)})
+    pytester.path.joinpath("runs.jsonl").write_text("".join(
+        json.dumps({"id": cid, **run}) + "\n" for cid, run in runs.items()))
+    cases = [{"id": cid, "question": "How many movies?", "gold": _COUNT,
+              **({"agent": True, "thresholds": {"write_attempts": {"max": 0}}}
+                 if cid.startswith("a-") else {})} for cid in runs]
+    with running_server(tmp_path) as own:
+        report = run_on_server(pytester, own, cases, rehearse=False, timeout=3, config={
+            "predictions": {"source": "file", "path": "runs.jsonl"}})
+        assert own.running() == 0
+    reasons = {cid: str(report.by_id[cid]) for cid in report.outcomes}
+    for name in hostile:
+        assert report.outcomes[f"p-{name}"] == "failed", reasons[f"p-{name}"]
+        assert "refused" in reasons[f"p-{name}"], reasons[f"p-{name}"]
+        assert "refused" in reasons[f"a-{name}"], reasons[f"a-{name}"]
+    for cid in ("h0", "h1", "h2", "h3"):
+        assert report.outcomes[cid] == "passed", reasons[cid]
