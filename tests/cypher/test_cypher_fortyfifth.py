@@ -23,6 +23,7 @@ from tests.fixtures.bolt_server import require, running_server
 
 _BUILT = "built on each row"
 _SORTED = "takes up to"
+_EVALUATED = "evaluated 1,000,000 times"
 _MAPS = "{a:y,b:y,c:y,d:y,e:y,f:y}"
 _ZEROS = ",".join(["0"] * 1000)
 
@@ -59,6 +60,17 @@ REFUSED = {
                             _SORTED),
     "t4-wide-key": ("UNWIND range(1,100000) AS y WITH y ORDER BY [" + _ZEROS + ",-y] "
                     "RETURN count(*) AS s", _BUILT),
+    "f1-case-calls": ("RETURN size([x IN range(1,1000000) | toLower(toUpper(toLower(toUpper("
+                      "toLower(toUpper('" + "abcdefghijklmnopqrstuvwxyz" * 3 + "'))))))]) AS s",
+                      _EVALUATED),
+    "f1-uuids": ("RETURN size([x IN range(1,1000000) | randomUUID() + randomUUID()]) AS s",
+                 _EVALUATED),
+    "f1-map-text": ("RETURN size([x IN range(1,1000000) | toString({a:x,b:x,c:x})]) AS s",
+                    _EVALUATED),
+    "f2-dedup-maps": ("RETURN size(list.dedup([x IN range(1,1000000) | {a:x,b:x,c:x,d:x}])) "
+                      "AS s", "copied or walked"),
+    "f2-dedup-nested": ("RETURN size(list.dedup([x IN range(1,1000000) | [[[x]]]])) AS s",
+                        "copied or walked"),
 }
 
 #: Honest queries beside them: sent (each was refused before).
@@ -77,6 +89,9 @@ SENT = [
     "MATCH (m:Movie) WITH collect(m) AS ms UNWIND ms AS m RETURN m.title AS t ORDER BY t",
     "MATCH (m:Movie) RETURN m.title AS t ORDER BY m.released SKIP 2 LIMIT 3",
     "UNWIND range(1, 1000) AS y RETURN y ORDER BY y DESC SKIP 10 LIMIT 10",
+    "MATCH (m:Movie) RETURN [x IN range(1, 10) | toUpper(m.title) + toString(x)] AS t",
+    "RETURN [x IN range(1, 1000) | {a: x, b: toString(x)}] AS l",
+    "MATCH (p:Person) RETURN toUpper(p.name) AS n, [w IN split(p.name, ' ') | toLower(w)] AS ws",
 ]
 
 _COUNT = "MATCH (m:Movie) RETURN count(m) AS c"
@@ -97,7 +112,8 @@ def test_the_sorts_are_refused_and_the_honest_cases_after_them_pass(
     the honest cases after them pass and the server runs nothing after the suite."""
     require()
     hostile = {name: REFUSED[name][0] for name in (
-        "t1-skip", "t2-unwound-names", "t3-match-then-range", "t4-wide-key")}
+        "t1-skip", "t2-unwound-names", "t3-match-then-range", "t4-wide-key",
+        "f1-case-calls", "f2-dedup-maps")}
     runs = {"h0": {"predicted": _COUNT, "trajectory": _call("a", _COUNT)}}
     for name, query in hostile.items():
         runs[f"p-{name}"] = {"predicted": query, "trajectory": _call("a", _COUNT)}

@@ -911,7 +911,7 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
         times = 0 if i in steady else max(copies[i], int(  # (a reduce()'s accumulator's
             i in copied or _heavy_walk(code, i, scopes, ranges)))  # by :func:`_check_reduce`)
         if times:
-            extra = work * (HEAVY_WALK * times - 1)
+            extra = work * (HEAVY_WALK * times * _projected_width(code, scopes, i) - 1)
             work, total = work + extra, total + extra
             if total > MAX_RANGE_WORK:
                 raise QueryRefused(f"{what} at {where(code[i])} is copied or walked by a "
@@ -925,6 +925,30 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
             code[i].text == "[" and not _pattern_comprehension(code, i))
             or (i in ranged and _held(code, i, ranges)), clauses, scopes)
     return walked, peak, sources
+
+
+def _projected_width(code: Sequence[Token], scopes: list[tuple[int, ...]], i: int) -> int:
+    """The values each element holds of the list a comprehension makes over ``code[i]``
+    (``[x IN range(...) | {a: x, b: x}]``: its projection's values, each map or list one
+    more), else one: a call that walks or copies the list (``list.dedup``, a slice) hashes
+    or copies every value of every element, and ``list.dedup([x IN range(1,1000000) |
+    {a:x,b:x,c:x,d:x}])``, weighed as 1,000,000 values, held a 3 s server 9.6 s (the
+    forty-fifth re-probe's F2)."""
+    if not scopes[i] or code[scopes[i][-1]].text != "[" or code[i - 1].text.upper() != "IN":
+        return 1
+    start, end = scopes[i][-1], i + 1
+    while end < len(code) and start in scopes[end]:
+        end += 1
+    bar = _projection_bar(code, start, end + 1)
+    if bar is None:
+        return 1
+    width = 0
+    for k in range(bar + 1, end):
+        tok = code[k]
+        width += tok.kind == "punct" and tok.text in ("{", "[")
+        width += tok.kind in ("word", "quoted", "number", "string") \
+            and not (k + 1 < end and code[k + 1].text == ":") and code[k - 1].text != "."
+    return max(width, 1)
 
 
 #: Clauses after which a group's list is kept on the rows they make, not once a group.
@@ -1228,13 +1252,36 @@ def _check_bodies(code: Sequence[Token], scopes: list[tuple[int, ...]],
                 times *= walked[bracket]
         if times == 1:
             continue
-        total += times
+        total += times * _weight(code, k)
         if total > MAX_BODY_WORK:
             raise QueryRefused(f"the expression at {where(code[k])} is evaluated "
                                f"{_count(times)} times by the iterations around it, and the "
                                f"query's iterated expressions come to more than "
                                f"{MAX_BODY_WORK:,} evaluations of a token: the server "
                                "evaluates an expression without checking its timeout")
+
+
+#: What a call that builds a value (a string, a map, a list: not a number's or a truth's,
+#: :data:`_NARROW_CALLS`) costs in a body, in evaluations of a token: each builds its value
+#: anew, character by character (``[x IN range(1,1000000) | toLower(toUpper(...('<99
+#: characters>')))]``, six calls, held a 3 s server 33 s; ``toUpper('<90 characters>')``
+#: 5 s; ``randomUUID() + randomUUID()`` 5 s: the forty-fifth re-probe's F1).
+BUILDING_CALL = 10
+#: The characters of a string literal that cost one evaluation of a token in a body.
+CHARACTERS_A_TOKEN = 10
+
+
+def _weight(code: Sequence[Token], k: int) -> int:
+    """What evaluating ``code[k]`` once costs, in evaluations of a token: a call that builds
+    a value :data:`BUILDING_CALL`, a string literal one per :data:`CHARACTERS_A_TOKEN` of
+    its characters, anything else one."""
+    tok = code[k]
+    if tok.kind == "string":
+        return 1 + len(tok.text) // CHARACTERS_A_TOKEN
+    if tok.kind in ("word", "quoted") and k + 1 < len(code) and code[k + 1].text == "(" \
+            and _function(code, k) not in _NARROW_CALLS:
+        return BUILDING_CALL
+    return 1
 
 
 #: How many times the calls that grow a string or list (``replace()`` with a longer
