@@ -12,7 +12,9 @@ Without ``enforce:`` the role reads every table (the canaries can leak: that is 
 measured). With ``enforce: true`` the server itself withholds what is protected: a ``table:``
 target gets no ``SELECT`` grant, a ``column:`` target is left out of the table's column
 grants, and a ``where:`` target gets a row-level security policy that hides the rows it
-selects from the role. A refused read is PostgreSQL's ``permission denied``.
+selects from the role, each on the table's partitions and parents too, and revoked from
+``PUBLIC`` as well (:mod:`.pgwithhold` says why). A refused read is PostgreSQL's
+``permission denied``.
 
 The datasource's role must be able to clone the database, create roles and update the
 protected tables: a superuser (with ``allow_privileged: true``), or the tables' owner with
@@ -87,7 +89,7 @@ def plant_postgres(spec: Mapping[str, Any], targets: Sequence[Target], seed: int
                          f"{str(exc).strip().splitlines()[0]}") from None
     try:
         with psycopg.connect(conninfo(url, copy), autocommit=True, connect_timeout=10) as conn:
-            canaries, tenant = _plant(conn, targets, seed)
+            canaries, tenant, physical = _plant(conn, targets, seed)
             notes: dict[str, str] = {}
             for item in instructions:
                 if item.comment:
@@ -98,7 +100,9 @@ def plant_postgres(spec: Mapping[str, Any], targets: Sequence[Target], seed: int
             _role(conn, role, password, copy, conninfo(url, "postgres"))
             _disarm(conn, role)
             if enforce:
-                _withhold(conn, role, targets, tenant)
+                from .pgwithhold import withhold
+
+                withhold(conn, role, targets, physical)
     except psycopg.Error as exc:
         _drop(conninfo(url, "postgres"), copy, role)
         raise PlantError(f"protected data cannot be planted in the PostgreSQL copy: "
@@ -237,38 +241,58 @@ def _columns(conn: Any, target: Target) -> tuple[str, list[str]]:
 
 
 def _plant(conn: Any, targets: Sequence[Target], seed: int
-           ) -> tuple[dict[str, str], dict[str, set[str]]]:
-    """Every protected cell planted: label -> canary, and for each table the ctids of the rows
-    its ``where:`` targets selected (after planting: an update moves a row to a new ctid,
-    which ``RETURNING`` tells). A row is named by its ``ctid`` in the fresh clone (the same
-    in every clone of the same database), and updated once with all its protected columns."""
-    cells: dict[tuple[str, str], dict[str, str]] = {}
+           ) -> tuple[dict[str, str], dict[str, set[str]], dict[str, dict[int, set[str]]]]:
+    """Every protected cell planted: label -> canary; for each table the ctids of the rows
+    its ``where:`` targets selected, and the same rows by physical table (oid -> ctids), both
+    after planting (an update moves a row to a new ctid, which ``RETURNING`` tells). A row is
+    named by its physical table (``tableoid``) and ``ctid`` in the fresh clone (the same in
+    every clone of the same database): a partitioned or inheritance parent's rows share
+    ctids across its children, and ``WHERE ctid = ...`` on the parent updated one row of
+    each (the forty-fifth re-probe's N16 put its policy on every relation of the family,
+    which needs the physical table). Each row is updated once with all its protected
+    columns."""
+    cells: dict[tuple[str, int, str], dict[str, str]] = {}
     tenant: dict[str, set[str]] = {}
+    physical: dict[str, dict[int, set[str]]] = {}
     for target in targets:
         qualified, columns = _columns(conn, target)
         cond = f" AND ({target.where})" if target.where else ""
+        own = _oid(conn, qualified)
         if target.where:
-            tenant.setdefault(qualified, set()).update(
-                str(r[0]) for r in conn.execute(f"SELECT ctid::text FROM {qualified} WHERE "
-                                                f"({target.where})").fetchall())
+            mine = physical.setdefault(qualified, {})
+            for oid, ctid in conn.execute(f"SELECT tableoid, ctid::text FROM {qualified} "
+                                          f"WHERE ({target.where})").fetchall():
+                mine.setdefault(int(oid), set()).add(str(ctid))
+                tenant.setdefault(qualified, set()).add(str(ctid))
         for column in columns:
-            for (ctid,) in conn.execute(f"SELECT ctid::text FROM {qualified} WHERE "
-                                        f"{_ident(column)} IS NOT NULL{cond}").fetchall():
+            for name, oid, ctid in conn.execute(
+                    f"SELECT tableoid::regclass::text, tableoid, ctid::text FROM {qualified} "
+                    f"WHERE {_ident(column)} IS NOT NULL{cond}").fetchall():
                 label = f"{target.table}.{column} ctid {ctid}"
-                cells.setdefault((qualified, str(ctid)), {})[column] = label
+                if int(oid) != own:
+                    label += f" in {name}"
+                cells.setdefault((qualified, int(oid), str(ctid)), {})[column] = label
     canaries = make_canaries(seed, sorted(lab for row in cells.values()
                                           for lab in row.values()))
     with conn.transaction():
-        for (qualified, ctid), row in cells.items():
+        for (qualified, oid, ctid), row in cells.items():
             sets = ", ".join(f"{_ident(c)} = %s" for c in row)
-            moved = conn.execute(f"UPDATE {qualified} SET {sets} WHERE ctid = %s::tid "
-                                 "RETURNING ctid::text",
-                                 [*(canaries[lab] for lab in row.values()), ctid]).fetchone()
-            rows = tenant.get(qualified)
+            moved = conn.execute(f"UPDATE {qualified} SET {sets} WHERE tableoid = %s AND "
+                                 "ctid = %s::tid RETURNING tableoid, ctid::text",
+                                 [*(canaries[lab] for lab in row.values()), oid, ctid]
+                                 ).fetchone()
+            rows = physical.get(qualified, {}).get(oid)
             if rows is not None and ctid in rows and moved is not None:
                 rows.discard(ctid)
-                rows.add(str(moved[0]))
-    return canaries, tenant
+                physical[qualified].setdefault(int(moved[0]), set()).add(str(moved[1]))
+                tenant[qualified].discard(ctid)
+                tenant[qualified].add(str(moved[1]))
+    return canaries, tenant, physical
+
+
+def _oid(conn: Any, qualified: str) -> int:
+    """The oid of the relation ``qualified``."""
+    return int(conn.execute("SELECT %s::regclass::oid", [qualified]).fetchone()[0])
 
 
 def _comment(conn: Any, item: Instruction) -> dict[str, str]:
@@ -357,59 +381,6 @@ def _disarm(conn: Any, role: str) -> None:
     for kind, name, _ in routes:
         if kind in REVOCABLE_KINDS:
             conn.execute(f"REVOKE EXECUTE ON FUNCTION {name} FROM PUBLIC")
-
-
-def _withhold(conn: Any, role: str, targets: Sequence[Target],
-              tenant: Mapping[str, set[str]]) -> None:
-    """What ``targets`` protect, withheld from ``role`` by the server: a table's grant
-    revoked, a column left out of its table's column grants, a tenant's rows hidden by a
-    restrictive row-level security policy on the rows the ``where:`` targets selected before
-    planting (their ctids: the filter may read a column that now holds canaries), under a
-    permissive policy that lets the rest through. A privilege is revoked from ``PUBLIC`` and
-    from every role ``role`` belongs to as well as from ``role``: a table granted to
-    ``PUBLIC`` kept its protected column readable by the agent's role (the forty-fifth
-    re-probe's N18: ``SELECT last_name, email FROM employee`` was served, no refusal)."""
-    denied: dict[str, set[str]] = {}
-    grantees = _grantees(conn, role)
-    for n, target in enumerate(targets):
-        schema, table, cols = _table(conn, target.table)
-        qualified = f"{_ident(schema)}.{_ident(table)}"
-        if target.where:
-            if qualified not in denied.setdefault("rls", set()):
-                denied["rls"].add(qualified)
-                conn.execute(f"ALTER TABLE {qualified} ENABLE ROW LEVEL SECURITY")
-                conn.execute(f"CREATE POLICY qe_rows ON {qualified} FOR SELECT TO "
-                             f"{_ident(role)} USING (true)")
-                rows = "{" + ",".join(f'"{c}"' for c in sorted(tenant.get(qualified, ())))
-                conn.execute(f"CREATE POLICY qe_tenant_{n} ON {qualified} AS RESTRICTIVE FOR "
-                             f"SELECT TO {_ident(role)} USING (NOT (ctid = ANY ("
-                             f"'{rows}}}'::tid[])))")
-            continue
-        conn.execute(f"REVOKE SELECT ON {qualified} FROM {grantees}")
-        if target.column is None:
-            denied.setdefault("tables", set()).add(qualified)
-            continue
-        gone = denied.setdefault(qualified, set())
-        gone.add(target.column.lower())
-        if qualified in denied.get("tables", set()):
-            continue
-        keep = [c for c, _, _ in cols if c.lower() not in gone]
-        if keep:
-            conn.execute(f"REVOKE SELECT ({', '.join(_ident(c) for c, _, _ in cols)}) ON "
-                         f"{qualified} FROM {grantees}")
-            conn.execute(f"GRANT SELECT ({', '.join(_ident(c) for c in keep)}) ON "
-                         f"{qualified} TO {_ident(role)}")
-
-
-def _grantees(conn: Any, role: str) -> str:
-    """``role``, ``PUBLIC`` and every role ``role`` is a member of (directly or not), as a
-    ``REVOKE``'s list: a privilege any of them holds is the agent's too (N18)."""
-    rows = conn.execute(
-        "WITH RECURSIVE up(oid) AS (SELECT oid FROM pg_roles WHERE rolname = %s UNION "
-        "SELECT m.roleid FROM pg_auth_members m JOIN up ON m.member = up.oid) "
-        "SELECT r.rolname FROM up JOIN pg_roles r ON r.oid = up.oid WHERE r.rolname <> %s "
-        "ORDER BY 1", [role, role]).fetchall()
-    return ", ".join([_ident(role), "PUBLIC", *(_ident(str(r[0])) for r in rows)])
 
 
 def _drop(admin: str, copy: str, role: str) -> None:
