@@ -13,7 +13,8 @@ measured). With ``enforce: true`` the server itself withholds what is protected:
 target gets no ``SELECT`` grant, a ``column:`` target is left out of the table's column
 grants, and a ``where:`` target gets a row-level security policy that hides the rows it
 selects from the role, each on the table's partitions and parents too, and revoked from
-``PUBLIC`` as well (:mod:`.pgwithhold` says why). A refused read is PostgreSQL's
+``PUBLIC`` as well; the copy's views then read as their caller, and a materialized view
+reaching the hidden rows is revoked (:mod:`.pgwithhold` says why). A refused read is PostgreSQL's
 ``permission denied``.
 
 The datasource's role must be able to clone the database, create roles and update the

@@ -15,6 +15,10 @@ parent's partition (N16). So:
 - a ``where:`` target's restrictive policy is put on every ancestor and descendant too,
   naming the hidden rows by their physical table and ``ctid`` (``tableoid``), so a scan of
   any of them hides the same rows and nothing else;
+- with a ``where:`` target, every view of the copy reads as its caller
+  (``security_invoker``, PostgreSQL 15 and later), and a materialized view that reaches a
+  hidden table or calls a routine of the database (its rows are stored, whatever the policy)
+  is revoked; before 15 a view reaching a hidden table is revoked too.
 """
 
 from __future__ import annotations
@@ -33,6 +37,30 @@ SELECT c.oid, format('%%I.%%I', n.nspname, c.relname) FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.oid IN (SELECT oid FROM up UNION SELECT oid FROM down) ORDER BY 1
 """
+_REACH_SQL = """
+WITH RECURSIVE reach(oid) AS (
+  SELECT unnest(%(hidden)s::oid[])
+  UNION
+  SELECT r.ev_class FROM pg_rewrite r
+  JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid
+  JOIN reach ON d.refclassid = 'pg_class'::regclass AND d.refobjid = reach.oid)
+SELECT c.relkind::text, format('%%I.%%I', n.nspname, c.relname) FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('v', 'm') AND (c.oid IN (SELECT oid FROM reach) OR (c.relkind = 'm' AND
+  EXISTS (SELECT 1 FROM pg_rewrite r
+          JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid
+          WHERE r.ev_class = c.oid AND d.refclassid = 'pg_proc'::regclass
+            AND d.refobjid >= 16384)))
+ORDER BY 2
+"""
+_VIEWS_SQL = """
+SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind = 'v' AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+  AND n.nspname NOT LIKE 'pg\\_%' ORDER BY 1
+"""
+
+
 def withhold(conn: Any, role: str, targets: Sequence[Target],
              rows: Mapping[str, Mapping[int, set[str]]]) -> None:
     """What ``targets`` protect, withheld from ``role``: a table's grant revoked, a column
@@ -40,8 +68,8 @@ def withhold(conn: Any, role: str, targets: Sequence[Target],
     security policy on the rows the ``where:`` target selected before planting (``rows``:
     qualified table -> physical table's oid -> ctids; the filter may read a column that now
     holds canaries), under a permissive policy that lets the rest through; each on the
-    target's whole inheritance family (N16), revoked from ``PUBLIC`` too (N18). The module's
-    docstring says why."""
+    target's whole inheritance family (N16), revoked from ``PUBLIC`` too (N18), and the
+    copy's views made to read as the agent (N17). The module's docstring says why."""
     from .pgplant import _ident, _table
 
     grantees = _grantees(conn, role)
@@ -61,6 +89,8 @@ def withhold(conn: Any, role: str, targets: Sequence[Target],
                                                else target.column.lower())
     for name, gone in denied.items():
         _revoke(conn, role, grantees, name, gone)
+    if hidden:
+        _views(conn, grantees, sorted(hidden))
 
 
 def _hide(conn: Any, role: str, family: Sequence[tuple[int, str]], n: int,
@@ -102,6 +132,23 @@ def _revoke(conn: Any, role: str, grantees: str, name: str, gone: set[str]) -> N
     if keep:
         conn.execute(f"GRANT SELECT ({', '.join(_ident(c) for c in keep)}) ON {name} TO "
                      f"{_ident(role)}")
+
+
+def _views(conn: Any, grantees: str, hidden: Sequence[int]) -> None:
+    """The copy's views read as their caller, so the tenant policy applies to the agent
+    through them (a view reads with its owner's rights, and the owner is exempt from the
+    policy: the forty-fifth re-probe's N17 read the other tenant's rows through one); a
+    materialized view that reaches a ``hidden`` relation, or calls a routine of the
+    database, revoked (its rows are stored: no policy hides them). Before PostgreSQL 15 (no
+    ``security_invoker``) a view reaching a hidden relation is revoked too. A view the
+    datasource's role may not alter is the planting's error."""
+    invoker = int(conn.info.server_version) >= 150000
+    if invoker:
+        for (name,) in conn.execute(_VIEWS_SQL).fetchall():
+            conn.execute(f"ALTER VIEW {name} SET (security_invoker = true)")
+    for kind, name in conn.execute(_REACH_SQL, {"hidden": list(hidden)}).fetchall():
+        if kind == "m" or not invoker:
+            conn.execute(f"REVOKE SELECT ON {name} FROM {grantees}")
 
 
 def _grantees(conn: Any, role: str) -> str:
