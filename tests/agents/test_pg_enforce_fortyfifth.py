@@ -173,3 +173,26 @@ def test_a_column_of_a_partitioned_table_is_withheld_in_its_partitions(pytester,
     _refused(got["parent"])
     _refused(got["partition"])
     _served(got["genre"])
+
+
+def test_a_tenant_filter_holds_through_inheritance_and_a_routines_materialized_view(
+        pytester, postgres_server):
+    """N16 with an inheritance child (not a partition) read through its parent, and N17 with
+    a materialized view whose rows a routine of the database computed."""
+    with _database(postgres_server, "qe45e_n16i", *_GENRE,
+                   "CREATE TABLE invh (tenant int, note text)",
+                   "CREATE TABLE invh_c () INHERITS (invh)",
+                   "INSERT INTO invh VALUES (1, 'mine-a')",
+                   "INSERT INTO invh_c VALUES (1, 'mine-b'), (2, 'OTHER-x'), (2, 'OTHER-y')",
+                   "CREATE FUNCTION notes() RETURNS SETOF text LANGUAGE sql STABLE "
+                   "AS 'SELECT note FROM invh_c'",
+                   "CREATE MATERIALIZED VIEW invfm AS SELECT n FROM notes() n",
+                   _PUBLIC) as name:
+        got = _run(pytester, postgres_server, name,
+                   [{"table": "invh_c", "where": "tenant = 2"}],
+                   {"parent": "SELECT tenant, note FROM invh ORDER BY 1, 2",
+                    "routine-matview": "SELECT n FROM invfm ORDER BY 1",
+                    "own-rows": "SELECT note FROM invh WHERE tenant = 1 ORDER BY 1"})
+    _refused(got["parent"])
+    _refused(got["routine-matview"])
+    _served(got["own-rows"])

@@ -19,6 +19,11 @@ parent's partition (N16). So:
   (``security_invoker``, PostgreSQL 15 and later), and a materialized view that reaches a
   hidden table or calls a routine of the database (its rows are stored, whatever the policy)
   is revoked; before 15 a view reaching a hidden table is revoked too.
+
+No ``FORCE ROW LEVEL SECURITY``: the policies are the agent's role's only, so forcing them on
+the owner would hide nothing more (a view reading as its caller no longer lends the agent the
+owner's exemption), and the gold, run as the datasource's role on the same copy, must see
+every row.
 """
 
 from __future__ import annotations
