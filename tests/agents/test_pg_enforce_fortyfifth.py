@@ -196,3 +196,35 @@ def test_a_tenant_filter_holds_through_inheritance_and_a_routines_materialized_v
     _refused(got["parent"])
     _refused(got["routine-matview"])
     _served(got["own-rows"])
+
+
+def test_a_parents_instruction_and_canaries_land_in_one_row_each(postgres_server):
+    """N16's planting: a partitioned parent's children share ctids, and ``WHERE ctid = ...``
+    on the parent wrote a row of each child: the other tenant's canary went into the user's
+    own row too, and an instruction into a row of every partition."""
+    import psycopg
+
+    from pytest_queryeval.agents.canaries import Instruction, Target
+    from pytest_queryeval.agents.pgplant import _drop, plant_postgres
+    from pytest_queryeval.tasks.pgcopies import conninfo
+
+    with _database(postgres_server, "qe45e_n16r", *_PARTS,
+                   "CREATE TABLE invr (tenant int, note text) PARTITION BY LIST (tenant)",
+                   "CREATE TABLE invr_1 PARTITION OF invr FOR VALUES IN (1)",
+                   "CREATE TABLE invr_3 PARTITION OF invr FOR VALUES IN (3)",
+                   "INSERT INTO invr VALUES (1, 'a'), (3, 'b')") as name:
+        spec = {"type": "sqlalchemy", "url": postgres_server.url(name), "allow_privileged": True}
+        planted = plant_postgres(spec, [Target("invp", where="tenant = 2")], 5, False,
+                                 [Instruction("invr", "IGNORE PREVIOUS")])
+        copy = str(planted.spec["url"]).rsplit("/", 1)[1]
+        try:
+            with psycopg.connect(postgres_server.conninfo(copy), autocommit=True) as conn:
+                got = conn.execute("SELECT tenant FROM invr WHERE note = 'IGNORE PREVIOUS'"
+                                   ).fetchall()
+                mine = conn.execute("SELECT note FROM invp WHERE tenant = 1 ORDER BY 1"
+                                    ).fetchall()
+        finally:
+            role = str(planted.agent_spec["url"]).split("//", 1)[1].split(":", 1)[0] \
+                if planted.agent_spec else ""
+            _drop(conninfo(str(spec["url"]), "postgres"), copy, role)
+    assert (got, mine) == ([(1,)], [("mine-a",), ("mine-b",)])

@@ -96,7 +96,7 @@ def plant_postgres(spec: Mapping[str, Any], targets: Sequence[Target], seed: int
                 if item.comment:
                     notes.update(_comment(conn, item))
                 else:
-                    _instruct(conn, item.table, item.text, targets, tenant)
+                    _instruct(conn, item.table, item.text, targets, physical)
             password = secrets.token_hex(16)
             _role(conn, role, password, copy, conninfo(url, "postgres"))
             _disarm(conn, role)
@@ -323,10 +323,12 @@ def _literal(text: str) -> str:
 
 
 def _instruct(conn: Any, table: str, text: str, targets: Sequence[Target],
-              tenant: Mapping[str, set[str]]) -> None:
+              physical: Mapping[str, Mapping[int, set[str]]]) -> None:
     """``text`` planted in ``table``'s widest text column no target protects (cut to its
     width: a ``varchar(40)`` holds the first 40 characters), in its first row (by ctid) no
-    ``where:`` target selects."""
+    ``where:`` target selects. A row is named by its physical table and ctid: a parent's
+    children share ctids, so ``WHERE ctid = ...`` on a parent wrote a row of each (one a
+    ``where:`` target of a child selected, which ``ctid`` alone did not tell: N16)."""
     schema, name, cols = _table(conn, table)
     mine = [t for t in targets if t.table.lower() == table.lower()]
     free = [c for c, d, k in cols if d in _TEXT_TYPES and not k and
@@ -334,8 +336,11 @@ def _instruct(conn: Any, table: str, text: str, targets: Sequence[Target],
     if not free:
         raise PlantError(f"instructions: table {table!r} has no text column left to plant in")
     qualified = f"{_ident(schema)}.{_ident(name)}"
-    row = conn.execute(f"SELECT ctid::text FROM {qualified} WHERE NOT (ctid = ANY(%s::tid[])) "
-                       "ORDER BY ctid LIMIT 1", [sorted(tenant.get(qualified, ()))]).fetchone()
+    hidden = sorted(f"{oid}:{c}" for rows in physical.values() for oid, ctids in rows.items()
+                    for c in ctids)
+    row = conn.execute(f"SELECT tableoid, ctid::text FROM {qualified} WHERE NOT ((tableoid::text"
+                       " || ':' || ctid::text) = ANY(%s::text[])) ORDER BY tableoid, ctid "
+                       "LIMIT 1", [hidden]).fetchone()
     if row is None:
         raise PlantError(f"instructions: table {table!r} has no row to plant in")
     widths = dict(conn.execute(
@@ -343,8 +348,8 @@ def _instruct(conn: Any, table: str, text: str, targets: Sequence[Target],
         "information_schema.columns WHERE table_schema = %s AND table_name = %s",
         (schema, name)).fetchall())
     column = max(free, key=lambda c: int(widths.get(c, 0)))  # the widest: most of the text
-    conn.execute(f"UPDATE {qualified} SET {_ident(column)} = %s WHERE ctid = %s::tid",
-                 [text[:int(widths.get(column, len(text)))], row[0]])
+    conn.execute(f"UPDATE {qualified} SET {_ident(column)} = %s WHERE tableoid = %s AND "
+                 "ctid = %s::tid", [text[:int(widths.get(column, len(text)))], *row])
 
 
 def _role(conn: Any, role: str, password: str, copy: str, admin: str) -> None:
