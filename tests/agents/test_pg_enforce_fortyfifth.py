@@ -228,3 +228,19 @@ def test_a_parents_instruction_and_canaries_land_in_one_row_each(postgres_server
                 if planted.agent_spec else ""
             _drop(conninfo(str(spec["url"]), "postgres"), copy, role)
     assert (got, mine) == ([(1,)], [("mine-a",), ("mine-b",)])
+
+
+def test_a_tenant_filter_on_a_partition_holds_through_a_view_of_its_parent(
+        pytester, postgres_server):
+    """N16 and N17 at once: a view (and a view over it) of the partitioned parent."""
+    with _database(postgres_server, "qe45e_n1617", *_PARTS,
+                   "CREATE VIEW invqv AS SELECT tenant, note FROM invq",
+                   "CREATE VIEW invqvv AS SELECT note FROM invqv", _PUBLIC) as name:
+        got = _run(pytester, postgres_server, name,
+                   [{"table": "invq_all", "where": "tenant = 2"}],
+                   {"view": "SELECT tenant, note FROM invqv ORDER BY 1, 2",
+                    "view-of-view": "SELECT note FROM invqvv ORDER BY 1",
+                    "own-rows": "SELECT note FROM invqv WHERE tenant = 1 ORDER BY 1"})
+    _refused(got["view"])
+    _refused(got["view-of-view"])
+    _served(got["own-rows"])
