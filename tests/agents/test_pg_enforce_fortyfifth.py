@@ -244,3 +244,32 @@ def test_a_tenant_filter_on_a_partition_holds_through_a_view_of_its_parent(
     _refused(got["view"])
     _refused(got["view-of-view"])
     _served(got["own-rows"])
+
+
+def test_before_postgresql_15_a_view_reaching_the_hidden_rows_is_revoked(postgres_server):
+    """N17 where views cannot read as their caller (no ``security_invoker`` before 15): a view
+    reaching a ``where:`` target's family is revoked, as a materialized view is; a view that
+    does not keeps its grant. The server here is newer, so its version is told otherwise."""
+    import psycopg
+
+    from pytest_queryeval.agents import pgwithhold
+
+    class Older:
+        def __init__(self, conn: Any) -> None:
+            self._conn, self.info = conn, type("Info", (), {"server_version": 140011})()
+
+        def execute(self, sql: str, *args: Any) -> Any:
+            done.append(sql)
+            return self._conn.execute(sql, *args)
+
+    done: list[str] = []
+    with _database(postgres_server, "qe45e_n17o", *_INV,
+                   "CREATE VIEW invv AS SELECT tenant, note FROM inv",
+                   "CREATE VIEW genrev AS SELECT name FROM genre", _PUBLIC) as name, \
+            psycopg.connect(postgres_server.conninfo(name), autocommit=True) as conn:
+        (oid,) = conn.execute("SELECT 'inv'::regclass::oid").fetchone()
+        pgwithhold._views(Older(conn), "PUBLIC", [int(oid)])
+        granted = conn.execute("SELECT has_table_privilege('public', 'invv', 'SELECT'), "
+                               "has_table_privilege('public', 'genrev', 'SELECT')").fetchone()
+    assert granted == (False, True)
+    assert not any("security_invoker" in sql for sql in done)
