@@ -12,7 +12,10 @@ Without ``enforce:`` the role reads every table (the canaries can leak: that is 
 measured). With ``enforce: true`` the server itself withholds what is protected: a ``table:``
 target gets no ``SELECT`` grant, a ``column:`` target is left out of the table's column
 grants, and a ``where:`` target gets a row-level security policy that hides the rows it
-selects from the role. A refused read is PostgreSQL's ``permission denied``.
+selects from the role, each on the table's partitions and parents too, and revoked from
+``PUBLIC`` as well; the copy's views then read as their caller, and a materialized view
+reaching the hidden rows is revoked (:mod:`.pgwithhold` says why). A refused read is PostgreSQL's
+``permission denied``.
 
 The datasource's role must be able to clone the database, create roles and update the
 protected tables: a superuser (with ``allow_privileged: true``), or the tables' owner with
@@ -87,18 +90,20 @@ def plant_postgres(spec: Mapping[str, Any], targets: Sequence[Target], seed: int
                          f"{str(exc).strip().splitlines()[0]}") from None
     try:
         with psycopg.connect(conninfo(url, copy), autocommit=True, connect_timeout=10) as conn:
-            canaries, tenant = _plant(conn, targets, seed)
+            canaries, tenant, physical = _plant(conn, targets, seed)
             notes: dict[str, str] = {}
             for item in instructions:
                 if item.comment:
                     notes.update(_comment(conn, item))
                 else:
-                    _instruct(conn, item.table, item.text, targets, tenant)
+                    _instruct(conn, item.table, item.text, targets, physical)
             password = secrets.token_hex(16)
             _role(conn, role, password, copy, conninfo(url, "postgres"))
             _disarm(conn, role)
             if enforce:
-                _withhold(conn, role, targets, tenant)
+                from .pgwithhold import withhold
+
+                withhold(conn, role, targets, physical)
     except psycopg.Error as exc:
         _drop(conninfo(url, "postgres"), copy, role)
         raise PlantError(f"protected data cannot be planted in the PostgreSQL copy: "
@@ -237,38 +242,58 @@ def _columns(conn: Any, target: Target) -> tuple[str, list[str]]:
 
 
 def _plant(conn: Any, targets: Sequence[Target], seed: int
-           ) -> tuple[dict[str, str], dict[str, set[str]]]:
-    """Every protected cell planted: label -> canary, and for each table the ctids of the rows
-    its ``where:`` targets selected (after planting: an update moves a row to a new ctid,
-    which ``RETURNING`` tells). A row is named by its ``ctid`` in the fresh clone (the same
-    in every clone of the same database), and updated once with all its protected columns."""
-    cells: dict[tuple[str, str], dict[str, str]] = {}
+           ) -> tuple[dict[str, str], dict[str, set[str]], dict[str, dict[int, set[str]]]]:
+    """Every protected cell planted: label -> canary; for each table the ctids of the rows
+    its ``where:`` targets selected, and the same rows by physical table (oid -> ctids), both
+    after planting (an update moves a row to a new ctid, which ``RETURNING`` tells). A row is
+    named by its physical table (``tableoid``) and ``ctid`` in the fresh clone (the same in
+    every clone of the same database): a partitioned or inheritance parent's rows share
+    ctids across its children, and ``WHERE ctid = ...`` on the parent updated one row of
+    each (the forty-fifth re-probe's N16 put its policy on every relation of the family,
+    which needs the physical table). Each row is updated once with all its protected
+    columns."""
+    cells: dict[tuple[str, int, str], dict[str, str]] = {}
     tenant: dict[str, set[str]] = {}
+    physical: dict[str, dict[int, set[str]]] = {}
     for target in targets:
         qualified, columns = _columns(conn, target)
         cond = f" AND ({target.where})" if target.where else ""
+        own = _oid(conn, qualified)
         if target.where:
-            tenant.setdefault(qualified, set()).update(
-                str(r[0]) for r in conn.execute(f"SELECT ctid::text FROM {qualified} WHERE "
-                                                f"({target.where})").fetchall())
+            mine = physical.setdefault(qualified, {})
+            for oid, ctid in conn.execute(f"SELECT tableoid, ctid::text FROM {qualified} "
+                                          f"WHERE ({target.where})").fetchall():
+                mine.setdefault(int(oid), set()).add(str(ctid))
+                tenant.setdefault(qualified, set()).add(str(ctid))
         for column in columns:
-            for (ctid,) in conn.execute(f"SELECT ctid::text FROM {qualified} WHERE "
-                                        f"{_ident(column)} IS NOT NULL{cond}").fetchall():
+            for name, oid, ctid in conn.execute(
+                    f"SELECT tableoid::regclass::text, tableoid, ctid::text FROM {qualified} "
+                    f"WHERE {_ident(column)} IS NOT NULL{cond}").fetchall():
                 label = f"{target.table}.{column} ctid {ctid}"
-                cells.setdefault((qualified, str(ctid)), {})[column] = label
+                if int(oid) != own:
+                    label += f" in {name}"
+                cells.setdefault((qualified, int(oid), str(ctid)), {})[column] = label
     canaries = make_canaries(seed, sorted(lab for row in cells.values()
                                           for lab in row.values()))
     with conn.transaction():
-        for (qualified, ctid), row in cells.items():
+        for (qualified, oid, ctid), row in cells.items():
             sets = ", ".join(f"{_ident(c)} = %s" for c in row)
-            moved = conn.execute(f"UPDATE {qualified} SET {sets} WHERE ctid = %s::tid "
-                                 "RETURNING ctid::text",
-                                 [*(canaries[lab] for lab in row.values()), ctid]).fetchone()
-            rows = tenant.get(qualified)
+            moved = conn.execute(f"UPDATE {qualified} SET {sets} WHERE tableoid = %s AND "
+                                 "ctid = %s::tid RETURNING tableoid, ctid::text",
+                                 [*(canaries[lab] for lab in row.values()), oid, ctid]
+                                 ).fetchone()
+            rows = physical.get(qualified, {}).get(oid)
             if rows is not None and ctid in rows and moved is not None:
                 rows.discard(ctid)
-                rows.add(str(moved[0]))
-    return canaries, tenant
+                physical[qualified].setdefault(int(moved[0]), set()).add(str(moved[1]))
+                tenant[qualified].discard(ctid)
+                tenant[qualified].add(str(moved[1]))
+    return canaries, tenant, physical
+
+
+def _oid(conn: Any, qualified: str) -> int:
+    """The oid of the relation ``qualified``."""
+    return int(conn.execute("SELECT %s::regclass::oid", [qualified]).fetchone()[0])
 
 
 def _comment(conn: Any, item: Instruction) -> dict[str, str]:
@@ -298,10 +323,12 @@ def _literal(text: str) -> str:
 
 
 def _instruct(conn: Any, table: str, text: str, targets: Sequence[Target],
-              tenant: Mapping[str, set[str]]) -> None:
+              physical: Mapping[str, Mapping[int, set[str]]]) -> None:
     """``text`` planted in ``table``'s widest text column no target protects (cut to its
     width: a ``varchar(40)`` holds the first 40 characters), in its first row (by ctid) no
-    ``where:`` target selects."""
+    ``where:`` target selects. A row is named by its physical table and ctid: a parent's
+    children share ctids, so ``WHERE ctid = ...`` on a parent wrote a row of each (one a
+    ``where:`` target of a child selected, which ``ctid`` alone did not tell: N16)."""
     schema, name, cols = _table(conn, table)
     mine = [t for t in targets if t.table.lower() == table.lower()]
     free = [c for c, d, k in cols if d in _TEXT_TYPES and not k and
@@ -309,8 +336,11 @@ def _instruct(conn: Any, table: str, text: str, targets: Sequence[Target],
     if not free:
         raise PlantError(f"instructions: table {table!r} has no text column left to plant in")
     qualified = f"{_ident(schema)}.{_ident(name)}"
-    row = conn.execute(f"SELECT ctid::text FROM {qualified} WHERE NOT (ctid = ANY(%s::tid[])) "
-                       "ORDER BY ctid LIMIT 1", [sorted(tenant.get(qualified, ()))]).fetchone()
+    hidden = sorted(f"{oid}:{c}" for rows in physical.values() for oid, ctids in rows.items()
+                    for c in ctids)
+    row = conn.execute(f"SELECT tableoid, ctid::text FROM {qualified} WHERE NOT ((tableoid::text"
+                       " || ':' || ctid::text) = ANY(%s::text[])) ORDER BY tableoid, ctid "
+                       "LIMIT 1", [hidden]).fetchone()
     if row is None:
         raise PlantError(f"instructions: table {table!r} has no row to plant in")
     widths = dict(conn.execute(
@@ -318,8 +348,8 @@ def _instruct(conn: Any, table: str, text: str, targets: Sequence[Target],
         "information_schema.columns WHERE table_schema = %s AND table_name = %s",
         (schema, name)).fetchall())
     column = max(free, key=lambda c: int(widths.get(c, 0)))  # the widest: most of the text
-    conn.execute(f"UPDATE {qualified} SET {_ident(column)} = %s WHERE ctid = %s::tid",
-                 [text[:int(widths.get(column, len(text)))], row[0]])
+    conn.execute(f"UPDATE {qualified} SET {_ident(column)} = %s WHERE tableoid = %s AND "
+                 "ctid = %s::tid", [text[:int(widths.get(column, len(text)))], *row])
 
 
 def _role(conn: Any, role: str, password: str, copy: str, admin: str) -> None:
@@ -357,44 +387,6 @@ def _disarm(conn: Any, role: str) -> None:
     for kind, name, _ in routes:
         if kind in REVOCABLE_KINDS:
             conn.execute(f"REVOKE EXECUTE ON FUNCTION {name} FROM PUBLIC")
-
-
-def _withhold(conn: Any, role: str, targets: Sequence[Target],
-              tenant: Mapping[str, set[str]]) -> None:
-    """What ``targets`` protect, withheld from ``role`` by the server: a table's grant
-    revoked, a column left out of its table's column grants, a tenant's rows hidden by a
-    restrictive row-level security policy on the rows the ``where:`` targets selected before
-    planting (their ctids: the filter may read a column that now holds canaries), under a
-    permissive policy that lets the rest through."""
-    denied: dict[str, set[str]] = {}
-    for n, target in enumerate(targets):
-        schema, table, cols = _table(conn, target.table)
-        qualified = f"{_ident(schema)}.{_ident(table)}"
-        if target.where:
-            if qualified not in denied.setdefault("rls", set()):
-                denied["rls"].add(qualified)
-                conn.execute(f"ALTER TABLE {qualified} ENABLE ROW LEVEL SECURITY")
-                conn.execute(f"CREATE POLICY qe_rows ON {qualified} FOR SELECT TO "
-                             f"{_ident(role)} USING (true)")
-                rows = "{" + ",".join(f'"{c}"' for c in sorted(tenant.get(qualified, ())))
-                conn.execute(f"CREATE POLICY qe_tenant_{n} ON {qualified} AS RESTRICTIVE FOR "
-                             f"SELECT TO {_ident(role)} USING (NOT (ctid = ANY ("
-                             f"'{rows}}}'::tid[])))")
-            continue
-        conn.execute(f"REVOKE SELECT ON {qualified} FROM {_ident(role)}")
-        if target.column is None:
-            denied.setdefault("tables", set()).add(qualified)
-            continue
-        gone = denied.setdefault(qualified, set())
-        gone.add(target.column.lower())
-        if qualified in denied.get("tables", set()):
-            continue
-        keep = [c for c, _, _ in cols if c.lower() not in gone]
-        if keep:
-            conn.execute(f"REVOKE SELECT ({', '.join(_ident(c) for c, _, _ in cols)}) ON "
-                         f"{qualified} FROM {_ident(role)}")
-            conn.execute(f"GRANT SELECT ({', '.join(_ident(c) for c in keep)}) ON "
-                         f"{qualified} TO {_ident(role)}")
 
 
 def _drop(admin: str, copy: str, role: str) -> None:

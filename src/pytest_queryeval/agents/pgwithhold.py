@@ -1,0 +1,169 @@
+"""What ``enforce: true`` protects, withheld by the server from the agent's role on a PostgreSQL
+copy (:mod:`.pgplant` makes the copy and the role).
+
+Why the barriers go past the target itself: PostgreSQL checks the grants and applies the
+row-level security policies of the relation a query names, not of the rows' own table, and a
+view reads its tables with its owner's rights. The forty-fifth re-probe read every protected
+thing around a barrier placed on the target only: a column granted to ``PUBLIC`` (N18), another
+tenant's rows through a view or a materialized view (N17), through a partition's parent or a
+parent's partition (N16). So:
+
+- a privilege is revoked from ``PUBLIC`` and every role the agent's role belongs to as well;
+- a ``table:`` or ``column:`` target's privilege is revoked on every ancestor and descendant
+  of the table too (``pg_inherits``, both ways: a parent's scan returns its children's rows
+  under the parent's grants, and a partition has grants of its own);
+- a ``where:`` target's restrictive policy is put on every ancestor and descendant too,
+  naming the hidden rows by their physical table and ``ctid`` (``tableoid``), so a scan of
+  any of them hides the same rows and nothing else;
+- with a ``where:`` target, every view of the copy reads as its caller
+  (``security_invoker``, PostgreSQL 15 and later), and a materialized view that reaches a
+  hidden table or calls a routine of the database (its rows are stored, whatever the policy)
+  is revoked; before 15 a view reaching a hidden table is revoked too.
+
+No ``FORCE ROW LEVEL SECURITY``: the policies are the agent's role's only, so forcing them on
+the owner would hide nothing more (a view reading as its caller no longer lends the agent the
+owner's exemption), and the gold, run as the datasource's role on the same copy, must see
+every row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .canaries import Target
+
+_FAMILY_SQL = """
+WITH RECURSIVE up(oid) AS (
+  SELECT %(oid)s::oid UNION SELECT i.inhparent FROM pg_inherits i JOIN up ON i.inhrelid = up.oid),
+down(oid) AS (
+  SELECT %(oid)s::oid UNION SELECT i.inhrelid FROM pg_inherits i JOIN down ON i.inhparent = down.oid)
+SELECT c.oid, format('%%I.%%I', n.nspname, c.relname) FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.oid IN (SELECT oid FROM up UNION SELECT oid FROM down) ORDER BY 1
+"""
+_REACH_SQL = """
+WITH RECURSIVE reach(oid) AS (
+  SELECT unnest(%(hidden)s::oid[])
+  UNION
+  SELECT r.ev_class FROM pg_rewrite r
+  JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid
+  JOIN reach ON d.refclassid = 'pg_class'::regclass AND d.refobjid = reach.oid)
+SELECT c.relkind::text, format('%%I.%%I', n.nspname, c.relname) FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('v', 'm') AND (c.oid IN (SELECT oid FROM reach) OR (c.relkind = 'm' AND
+  EXISTS (SELECT 1 FROM pg_rewrite r
+          JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid
+          WHERE r.ev_class = c.oid AND d.refclassid = 'pg_proc'::regclass
+            AND d.refobjid >= 16384)))
+ORDER BY 2
+"""
+_VIEWS_SQL = """
+SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind = 'v' AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+  AND n.nspname NOT LIKE 'pg\\_%' ORDER BY 1
+"""
+
+
+def withhold(conn: Any, role: str, targets: Sequence[Target],
+             rows: Mapping[str, Mapping[int, set[str]]]) -> None:
+    """What ``targets`` protect, withheld from ``role``: a table's grant revoked, a column
+    left out of its table's column grants, a tenant's rows hidden by a restrictive row-level
+    security policy on the rows the ``where:`` target selected before planting (``rows``:
+    qualified table -> physical table's oid -> ctids; the filter may read a column that now
+    holds canaries), under a permissive policy that lets the rest through; each on the
+    target's whole inheritance family (N16), revoked from ``PUBLIC`` too (N18), and the
+    copy's views made to read as the agent (N17). The module's docstring says why."""
+    from .pgplant import _ident, _table
+
+    grantees = _grantees(conn, role)
+    denied: dict[str, set[str]] = {}
+    hidden: dict[int, str] = {}
+    for n, target in enumerate(targets):
+        schema, table, _ = _table(conn, target.table)
+        qualified = f"{_ident(schema)}.{_ident(table)}"
+        (oid,) = conn.execute("SELECT %s::regclass::oid", [qualified]).fetchone()
+        family = [(int(o), str(name)) for o, name in
+                  conn.execute(_FAMILY_SQL, {"oid": int(oid)}).fetchall()]
+        if target.where:
+            _hide(conn, role, family, n, rows.get(qualified, {}), hidden)
+            continue
+        for _, name in family:
+            denied.setdefault(name, set()).add("*" if target.column is None
+                                               else target.column.lower())
+    for name, gone in denied.items():
+        _revoke(conn, role, grantees, name, gone)
+    if hidden:
+        _views(conn, grantees, sorted(hidden))
+
+
+def _hide(conn: Any, role: str, family: Sequence[tuple[int, str]], n: int,
+          rows: Mapping[int, set[str]], hidden: dict[int, str]) -> None:
+    """The ``n``-th target's ``rows`` (physical table's oid -> ctids) hidden from ``role`` on
+    every relation of ``family``: PostgreSQL applies only the named relation's policies, so a
+    policy on a partition alone let its parent's scan serve its rows (the forty-fifth
+    re-probe's N16), and one on a parent let the partition's. A row is named by its physical
+    table and ctid, the same in a scan of any relation of the family."""
+    from .pgplant import _ident
+
+    parts = [f"(tableoid = {int(oid)} AND ctid = ANY ('{{"
+             + ",".join(f'"{c}"' for c in sorted(ctids)) + "}'::tid[]))"
+             for oid, ctids in sorted(rows.items()) if ctids]
+    cond = " OR ".join(parts) or "false"
+    for oid, name in family:
+        if oid not in hidden:
+            hidden[oid] = name
+            conn.execute(f"ALTER TABLE {name} ENABLE ROW LEVEL SECURITY")
+            conn.execute(f"CREATE POLICY qe_rows ON {name} FOR SELECT TO {_ident(role)} "
+                         "USING (true)")
+        conn.execute(f"CREATE POLICY qe_tenant_{n} ON {name} AS RESTRICTIVE FOR SELECT TO "
+                     f"{_ident(role)} USING (NOT ({cond}))")
+
+
+def _revoke(conn: Any, role: str, grantees: str, name: str, gone: set[str]) -> None:
+    """``SELECT`` on ``name`` revoked from ``grantees``; with only columns ``gone`` (no
+    ``*``), the table's other columns granted to ``role`` again. A relation of the family
+    without the column (an inheritance parent of the child that added it) keeps its grant."""
+    from .pgplant import _ident
+
+    cols = [str(c) for (c,) in conn.execute(
+        "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 AND "
+        "NOT attisdropped ORDER BY attnum", [name]).fetchall()]
+    if "*" not in gone and not any(c.lower() in gone for c in cols):
+        return
+    conn.execute(f"REVOKE SELECT ON {name} FROM {grantees}")  # its column grants too
+    keep = [c for c in cols if c.lower() not in gone] if "*" not in gone else []
+    if keep:
+        conn.execute(f"GRANT SELECT ({', '.join(_ident(c) for c in keep)}) ON {name} TO "
+                     f"{_ident(role)}")
+
+
+def _views(conn: Any, grantees: str, hidden: Sequence[int]) -> None:
+    """The copy's views read as their caller, so the tenant policy applies to the agent
+    through them (a view reads with its owner's rights, and the owner is exempt from the
+    policy: the forty-fifth re-probe's N17 read the other tenant's rows through one); a
+    materialized view that reaches a ``hidden`` relation, or calls a routine of the
+    database, revoked (its rows are stored: no policy hides them). Before PostgreSQL 15 (no
+    ``security_invoker``) a view reaching a hidden relation is revoked too. A view the
+    datasource's role may not alter is the planting's error."""
+    invoker = int(conn.info.server_version) >= 150000
+    if invoker:
+        for (name,) in conn.execute(_VIEWS_SQL).fetchall():
+            conn.execute(f"ALTER VIEW {name} SET (security_invoker = true)")
+    for kind, name in conn.execute(_REACH_SQL, {"hidden": list(hidden)}).fetchall():
+        if kind == "m" or not invoker:
+            conn.execute(f"REVOKE SELECT ON {name} FROM {grantees}")
+
+
+def _grantees(conn: Any, role: str) -> str:
+    """``role``, ``PUBLIC`` and every role ``role`` is a member of (directly or not), as a
+    ``REVOKE``'s list: a privilege any of them holds is the agent's too (N18)."""
+    from .pgplant import _ident
+
+    rows = conn.execute(
+        "WITH RECURSIVE up(oid) AS (SELECT oid FROM pg_roles WHERE rolname = %s UNION "
+        "SELECT m.roleid FROM pg_auth_members m JOIN up ON m.member = up.oid) "
+        "SELECT r.rolname FROM up JOIN pg_roles r ON r.oid = up.oid WHERE r.rolname <> %s "
+        "ORDER BY 1", [role, role]).fetchall()
+    return ", ".join([_ident(role), "PUBLIC", *(_ident(str(r[0])) for r in rows)])
