@@ -71,6 +71,12 @@ REFUSED = {
                       "AS s", "copied or walked"),
     "f2-dedup-nested": ("RETURN size(list.dedup([x IN range(1,1000000) | [[[x]]]])) AS s",
                         "copied or walked"),
+    "t5-grouping-limit": ("UNWIND range(1,1000000) AS y WITH y % 500000 AS k, "
+                          "collect({a:y,b:y,c:y}) AS c LIMIT 10 RETURN count(*) AS n", _SORTED),
+    "t6-wrapped-accumulator": ("RETURN size(reduce(a = [], x IN range(1,10000) | [[a]])) AS d",
+                               "copies its accumulator"),
+    "f3-long-key": ("RETURN size([x IN range(1,1000000) | size(toJSON({"
+                    + "abcdefghijklmnopqrstuvwxyz" * 40 + ": x}))]) AS s", _EVALUATED),
 }
 
 #: Honest queries beside them: sent (each was refused before).
@@ -92,6 +98,12 @@ SENT = [
     "MATCH (m:Movie) RETURN [x IN range(1, 10) | toUpper(m.title) + toString(x)] AS t",
     "RETURN [x IN range(1, 1000) | {a: x, b: toString(x)}] AS l",
     "MATCH (p:Person) RETURN toUpper(p.name) AS n, [w IN split(p.name, ' ') | toLower(w)] AS ws",
+    "MATCH (m:Movie) OPTIONAL MATCH (m)<-[r:ACTED_IN]-(p) RETURN m.title AS t, "
+    "collect({name: p.name, roles: r.roles}) AS cast",
+    "MATCH (p:Person) OPTIONAL MATCH (p)-[:DIRECTED]->(m:Movie) "
+    "RETURN p {.name, .born} AS person, count(m) AS c",
+    "MATCH (n) OPTIONAL MATCH (n)-[r]->() RETURN labels(n) AS l, count(r) AS c",
+    "RETURN reduce(acc = [], x IN range(1, 1000) | acc + [[x, x * 2]]) AS l",
 ]
 
 _COUNT = "MATCH (m:Movie) RETURN count(m) AS c"
@@ -113,7 +125,7 @@ def test_the_sorts_are_refused_and_the_honest_cases_after_them_pass(
     require()
     hostile = {name: REFUSED[name][0] for name in (
         "t1-skip", "t2-unwound-names", "t3-match-then-range", "t4-wide-key",
-        "f1-case-calls", "f2-dedup-maps")}
+        "f1-case-calls", "f2-dedup-maps", "t5-grouping-limit", "t6-wrapped-accumulator")}
     runs = {"h0": {"predicted": _COUNT, "trajectory": _call("a", _COUNT)}}
     for name, query in hostile.items():
         runs[f"p-{name}"] = {"predicted": query, "trajectory": _call("a", _COUNT)}

@@ -1273,15 +1273,14 @@ CHARACTERS_A_TOKEN = 10
 
 def _weight(code: Sequence[Token], k: int) -> int:
     """What evaluating ``code[k]`` once costs, in evaluations of a token: a call that builds
-    a value :data:`BUILDING_CALL`, a string literal one per :data:`CHARACTERS_A_TOKEN` of
-    its characters, anything else one."""
+    a value :data:`BUILDING_CALL`, any other token one per :data:`CHARACTERS_A_TOKEN` of its
+    characters (a string literal, a name, a map's key) and one."""
     tok = code[k]
-    if tok.kind == "string":
-        return 1 + len(tok.text) // CHARACTERS_A_TOKEN
     if tok.kind in ("word", "quoted") and k + 1 < len(code) and code[k + 1].text == "(" \
             and _function(code, k) not in _NARROW_CALLS:
         return BUILDING_CALL
-    return 1
+    return 1 + len(tok.text) // CHARACTERS_A_TOKEN  # a map's key too (``toJSON({<10,000
+    # letters>: x})`` over 1,000,000 values held a 3 s server 66 s: the forty-fifth F3)
 
 
 #: How many times the calls that grow a string or list (``replace()`` with a longer
@@ -1842,7 +1841,8 @@ def _check_reduce(code: Sequence[Token], scopes: list[tuple[int, ...]],
         if _numeric(code, i + 4) and _arithmetic(code, bar + 1, close, numbers):
             continue
         power = 1 if _selects(code, scopes, i, bar, close) else 2
-        work = (steps or 1) ** power * _added(code, scopes, sources, (i, bar, close), numbers)
+        work = (steps or 1) ** power * _added(code, scopes, sources, (i, bar, close), numbers) \
+            * _wrapped(code, scopes, bar, close, name)
         for bracket in scopes[i]:
             work *= walked.get(bracket, 1)
         if work > MAX_REDUCE_WORK:
@@ -1851,6 +1851,32 @@ def _check_reduce(code: Sequence[Token], scopes: list[tuple[int, ...]],
                                "iterations around it and the strings it adds, more than "
                                f"{MAX_REDUCE_WORK:,}): the server evaluates one expression "
                                "without checking its timeout")
+
+
+def _wrapped(code: Sequence[Token], scopes: list[tuple[int, ...]], bar: int, close: int,
+             name: str) -> int:
+    """What one copy of a ``reduce()``'s accumulator costs when its step wraps it in list or
+    map literals (``[a]``, ``[[a]]``, ``{k: a}``): its value is nested one level deeper at
+    each step and copied whole, so :data:`HEAVY_WALK` a wrapping bracket; one when no step
+    wraps it. ``reduce(a = [], x IN range(1,10000) | [[a]])`` held a 3 s server 35 s (the
+    forty-fifth re-probe's T6)."""
+    deepest = 0
+    for k in range(bar + 1, close):
+        if code[k].kind in ("word", "quoted") and code[k].text.strip("`") == name \
+                and code[k - 1].text != "." and code[k - 1].text.upper() != "IN":
+            deepest = max(deepest, sum(1 for b in scopes[k] if b > bar
+                                       and code[b].text in ("[", "{")
+                                       and not _projection_bar(code, b, _bracket_end(
+                                           code, scopes, b) + 1)))
+    return HEAVY_WALK * deepest if deepest else 1
+
+
+def _bracket_end(code: Sequence[Token], scopes: list[tuple[int, ...]], at: int) -> int:
+    """The index of the bracket that closes the one opened at ``code[at]``."""
+    k = at + 1
+    while k < len(code) and at in scopes[k]:
+        k += 1
+    return k
 
 
 def _selects(code: Sequence[Token], scopes: list[tuple[int, ...]], at: int, bar: int,
@@ -2013,10 +2039,14 @@ def _check_sorts(code: Sequence[Token], scopes: list[tuple[int, ...]],
     wide = _wide_uses(code, scopes)
     degree = _products(code, scopes, ranges)
     for at, end, what in _sorted_clauses(code, scopes):
-        if end - at == 0 or _top(code, end) <= MAX_SORTED:
+        # a grouping takes all its rows whatever LIMIT follows it (``WITH y % 500000 AS k,
+        # collect({...}) AS c LIMIT 10`` held a 3 s server 10.7 s: the forty-fifth T5); a
+        # sort keeps a top, a DISTINCT streams
+        if end - at == 0 or (what != "the grouping" and _top(code, end) <= MAX_SORTED):
             continue
-        keyed = any(k in wide or (_wide(code, k) and _function(code, k) not in _NOT_LISTS)
-                    for k in range(at, end))  # type(r), toString(x): one value
+        keyed = any(k in wide or (_wide(code, k) and _function(code, k) not in _FEW_VALUES
+                                  and not _projected_properties(code, k))
+                    for k in _keys(code, scopes, at, end, what))  # type(r), toString(x): one
         if (counted[at] and rows[at] > MAX_SORTED) or least[at] > MAX_SORTED or (
                 not counted[at] and rows[at] >= UNBOUNDED_ROWS
                 and (keyed or degree[at] >= MAX_PRODUCT)):
@@ -2029,6 +2059,50 @@ def _check_sorts(code: Sequence[Token], scopes: list[tuple[int, ...]],
                 f"{whose}, more than {MAX_SORTED:,}: the server sorts, removes duplicates and groups "
                 "them in one step, without checking its timeout (add a LIMIT after an "
                 "ORDER BY, or bound the rows)")
+
+
+#: Calls whose value, as a sort's key, is one value or a few a node holds: ``type(r)``,
+#: ``toString(x)``; ``labels(n)`` and ``keys(n)`` (``RETURN labels(n) AS l, count(r)`` after
+#: an ``OPTIONAL MATCH`` was refused as grouped by a wide key: the forty-fifth re-probe's O2).
+_FEW_VALUES = _NOT_LISTS | {"labels", "keys"}
+
+
+def _projected_properties(code: Sequence[Token], k: int) -> bool:
+    """Whether ``code[k]`` opens a map projection of a node's own properties (``p {.name,
+    .born}``, ``n {.*}``): a few values a node holds, no key built from the data (O2)."""
+    if code[k].text != "{" or k == 0 or code[k - 1].kind not in ("word", "quoted"):
+        return False
+    j = k + 1
+    while j + 1 < len(code) and code[j].text == "." and (
+            code[j + 1].kind in ("word", "quoted") or code[j + 1].text == "*"):
+        j += 2
+        if code[j].text != ",":
+            break
+        j += 1
+    return j < len(code) and code[j].text == "}"
+
+
+def _keys(code: Sequence[Token], scopes: list[tuple[int, ...]], at: int, end: int,
+          what: str) -> list[int]:
+    """The tokens of ``code[at:end]`` a sort, a ``DISTINCT`` or a grouping compares: a
+    grouping's keys only, not what its aggregates take (``RETURN m.title AS t,
+    collect({name: p.name}) AS cast`` was refused as grouped by a map: the forty-fifth
+    re-probe's O2)."""
+    if what != "the grouping":
+        return list(range(at, end))
+    out: list[int] = []
+    inside = -1  # the end of the aggregate call being skipped
+    for k in range(at, end):
+        if k < inside:
+            continue
+        if code[k].kind == "word" and code[k].text.lower() in _AGGREGATES \
+                and k + 1 < end and code[k + 1].text == "(":
+            inside = k + 2
+            while inside < end and k + 1 in scopes[inside]:
+                inside += 1
+            continue
+        out.append(k)
+    return out
 
 
 def _top(code: Sequence[Token], end: int) -> int:
