@@ -940,15 +940,10 @@ def _projected_width(code: Sequence[Token], scopes: list[tuple[int, ...]], i: in
     while end < len(code) and start in scopes[end]:
         end += 1
     bar = _projection_bar(code, start, end + 1)
-    if bar is None:
-        return 1
-    width = 0
-    for k in range(bar + 1, end):
-        tok = code[k]
-        width += tok.kind == "punct" and tok.text in ("{", "[")
-        width += tok.kind in ("word", "quoted", "number", "string") \
-            and not (k + 1 < end and code[k + 1].text == ":") and code[k - 1].text != "."
-    return max(width, 1)
+    if bar is None or code[bar + 1].text not in ("{", "["):
+        return 1  # ``| x * 2``: one value an element
+    return 1 + sum(1 for k in range(bar + 1, end) if code[k].kind == "punct"
+                   and code[k].text in ("{", "[", ","))  # each container, each item
 
 
 #: Clauses after which a group's list is kept on the rows they make, not once a group.
