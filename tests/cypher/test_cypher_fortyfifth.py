@@ -75,6 +75,11 @@ REFUSED = {
                           "collect({a:y,b:y,c:y}) AS c LIMIT 10 RETURN count(*) AS n", _SORTED),
     "t6-wrapped-accumulator": ("RETURN size(reduce(a = [], x IN range(1,10000) | [[a]])) AS d",
                                "copies its accumulator"),
+    "t7-limit-as-name": ("UNWIND range(1,1000) AS x UNWIND range(1,4000) AS y WITH y, 0 AS limit "
+                         "WHERE y > limit + 0 WITH collect(" + "{a:y,b:y,c:y,d:y,e:y,f:y}" + ") AS l "
+                         "RETURN l[1..][1..][1..][1..][1..][1..] AS s", "clause word"),
+    "t7-backquoted": ("UNWIND range(1,1000000) AS y WITH {a:y,b:y,c:y,d:y,e:y,f:y} AS m, [] AS "
+                      "`limit` ORDER BY [m] + limit + 10 RETURN count(*) AS s", "clause word"),
     "f3-long-key": ("RETURN size([x IN range(1,1000000) | size(toJSON({"
                     + "abcdefghijklmnopqrstuvwxyz" * 40 + ": x}))]) AS s", _EVALUATED),
 }
@@ -104,6 +109,7 @@ SENT = [
     "RETURN p {.name, .born} AS person, count(m) AS c",
     "MATCH (n) OPTIONAL MATCH (n)-[r]->() RETURN labels(n) AS l, count(r) AS c",
     "RETURN reduce(acc = [], x IN range(1, 1000) | acc + [[x, x * 2]]) AS l",
+    "MATCH (c:Person)-[:ACTED_IN]->(order:Movie) RETURN order.title AS t LIMIT 3",
 ]
 
 _COUNT = "MATCH (m:Movie) RETURN count(m) AS c"
@@ -125,7 +131,8 @@ def test_the_sorts_are_refused_and_the_honest_cases_after_them_pass(
     require()
     hostile = {name: REFUSED[name][0] for name in (
         "t1-skip", "t2-unwound-names", "t3-match-then-range", "t4-wide-key",
-        "f1-case-calls", "f2-dedup-maps", "t5-grouping-limit", "t6-wrapped-accumulator")}
+        "f1-case-calls", "f2-dedup-maps", "t5-grouping-limit", "t6-wrapped-accumulator",
+        "t7-limit-as-name")}
     runs = {"h0": {"predicted": _COUNT, "trajectory": _call("a", _COUNT)}}
     for name, query in hostile.items():
         runs[f"p-{name}"] = {"predicted": query, "trajectory": _call("a", _COUNT)}
