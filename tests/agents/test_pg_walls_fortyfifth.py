@@ -6,11 +6,18 @@ N10: a builtin whose EXECUTE initdb revoked from PUBLIC (``pg_hba_file_rules``,
 wall, and a view over it put ``pg_hba.conf``'s rules in a passing case's report. The wall now
 refuses a builtin the role may execute whose initial privileges kept it from PUBLIC, and the
 ``enforce`` copy revokes it.
+
+N9: the guard refused ``SELECT kfn()`` (``function kfn() is volatile``) but ran ``SELECT n FROM
+kv45``, ``kv45`` a view over it, and ``kfn()`` ended another session of the role (a
+concurrent run's honest case became an error). A view whose rule calls what the guard refuses
+written, directly or through the views it reads, is refused as that call is.
 """
 
 from __future__ import annotations
 
+import contextlib
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -92,7 +99,9 @@ def test_enforce_copy_revokes_a_builtin_granted_back(postgres_server: Any) -> No
             agent = open_source("agent", {**planted.agent_spec, "isolation": "thread"})
             try:
                 with pytest.raises(QueryEvalError) as got:
-                    agent.execute("SELECT * FROM hbav")
+                    # trusted: past the guard (which refuses the view's volatile call, N9),
+                    # to the role check and the server's grants
+                    agent.execute("SELECT * FROM hbav", trusted=True)
             finally:
                 agent.close()
         finally:
@@ -101,3 +110,81 @@ def test_enforce_copy_revokes_a_builtin_granted_back(postgres_server: Any) -> No
             _drop(conninfo(str(spec["url"]), "postgres"), copy, role)
     assert not isinstance(got.value, PrivilegedRole), got.value
     assert "permission denied for function pg_hba_file_rules" in str(got.value), got.value
+
+
+#: A routine that ends the sessions named ``qe45-victim`` (N9's, kept to the test's own).
+_KILL = ("CREATE FUNCTION kfn() RETURNS int LANGUAGE plpgsql VOLATILE AS $$DECLARE n int; "
+         "BEGIN SELECT count(*) INTO n FROM pg_catalog.pg_stat_activity a WHERE "
+         "a.application_name = 'qe45-victim' AND pg_catalog.pg_terminate_backend(a.pid); "
+         "RETURN n; END$$")
+#: id -> (setup, query, what the refusal names)
+VOLATILE_VIEWS = {
+    "view-over-volatile-routine": (
+        [_KILL, "CREATE VIEW kv45 AS SELECT kfn() AS n"], "SELECT n FROM kv45",
+        "view kv45 calls kfn(), which is volatile"),
+    "view-over-view": (
+        [_KILL, "CREATE VIEW kv45 AS SELECT kfn() AS n", "CREATE VIEW kv46 AS SELECT n FROM kv45"],
+        "SELECT n FROM kv46", "view kv46 reads view kv45, which calls kfn(), which is volatile"),
+    "view-over-the-builtin": (
+        ["CREATE VIEW tv45 AS SELECT pg_catalog.pg_terminate_backend(a.pid) AS k "
+         "FROM pg_catalog.pg_stat_activity a WHERE a.application_name = 'qe45-victim'"],
+        "SELECT k FROM tv45", "view tv45 calls pg_terminate_backend(), which is volatile"),
+    "view-over-a-stable-wrapper": (
+        ["CREATE FUNCTION sk() RETURNS bigint LANGUAGE sql STABLE AS $$SELECT count(*) FROM "
+         "pg_catalog.pg_stat_activity a WHERE a.application_name = 'qe45-victim' "
+         "AND pg_catalog.pg_terminate_backend(a.pid)$$", "CREATE VIEW sv45 AS SELECT sk() AS n"],
+        "SELECT n FROM sv45",
+        "view sv45 calls sk(), declared STABLE or IMMUTABLE but calling pg_terminate_backend()"),
+}
+
+
+@contextlib.contextmanager
+def _victim(server: Any) -> Iterator[Any]:
+    """A session of the read-only role (as a concurrent run's), named ``qe45-victim``."""
+    import psycopg
+
+    url = server.readonly_url("postgres").replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(url, application_name="qe45-victim", autocommit=True) as conn:
+        yield conn
+
+
+@pytest.mark.parametrize("form", sorted(VOLATILE_VIEWS))
+def test_a_volatile_routine_behind_a_view_is_refused(postgres_server: Any, form: str) -> None:
+    """N9. Before: each query ran, and the concurrent session of the role was ended."""
+    pytest.importorskip("sqlalchemy")
+    from pytest_queryeval.errors import QueryRefused
+
+    setup, query, named = VOLATILE_VIEWS[form]
+    with _database(postgres_server, "q45_vv_" + uuid.uuid4().hex[:6], *setup) as name, \
+            _victim(postgres_server) as victim:
+        source = _source(postgres_server, name)
+        try:
+            with pytest.raises(QueryRefused) as got:
+                source.execute(query)
+            assert source.refused_functions(query) == got.value.reason()
+        finally:
+            source.close()
+        assert victim.execute("SELECT 1").fetchone() == (1,)
+    assert named in str(got.value), got.value
+    assert "read-only transaction" in str(got.value)
+
+
+def test_a_view_over_routines_a_query_may_call_stays_readable(postgres_server: Any) -> None:
+    """What stays allowed: a view over the database's STABLE and IMMUTABLE routines, over
+    builtins that are not volatile, and over an allowed volatile one (``random()``)."""
+    pytest.importorskip("sqlalchemy")
+    with _database(postgres_server, "q45_hv_" + uuid.uuid4().hex[:6],
+                   "CREATE FUNCTION emp_n() RETURNS bigint LANGUAGE sql STABLE "
+                   "AS 'SELECT count(*) FROM employee'",
+                   "CREATE FUNCTION twice(int) RETURNS int LANGUAGE sql IMMUTABLE "
+                   "AS 'SELECT $1 * 2'",
+                   "CREATE VIEW nv AS SELECT emp_n() AS n, twice(genre_id) AS t, upper(name) AS u, "
+                   "now() IS NOT NULL AS c, random() < 2 AS r FROM genre",
+                   "CREATE VIEW nv2 AS SELECT n, u FROM nv") as name:
+        source = _source(postgres_server, name)
+        try:
+            assert source.execute("SELECT n, t, u, c, r FROM nv").rows == [(2, 2, "ROCK", True, True)]
+            assert source.execute("SELECT u FROM nv2").rows == [("ROCK",)]
+            assert source.refused_functions("SELECT u FROM nv2") is None
+        finally:
+            source.close()
