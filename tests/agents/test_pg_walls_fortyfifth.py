@@ -11,6 +11,10 @@ N9: the guard refused ``SELECT kfn()`` (``function kfn() is volatile``) but ran 
 kv45``, ``kv45`` a view over it, and ``kfn()`` ended another session of the role (a
 concurrent run's honest case became an error). A view whose rule calls what the guard refuses
 written, directly or through the views it reads, is refused as that call is.
+
+M4: a write a routine reached unwritten attempts (a domain's ``CHECK`` that inserts, through a
+domain over it or an array of it) was w=1 as a call and w=0 as the final query: the server's
+read-only refusal of the final query is a write attempt now, as a call's is.
 """
 
 from __future__ import annotations
@@ -188,3 +192,34 @@ def test_a_view_over_routines_a_query_may_call_stays_readable(postgres_server: A
             assert source.refused_functions("SELECT u FROM nv2") is None
         finally:
             source.close()
+
+
+#: A domain whose CHECK inserts, under a domain and an array type that name it not.
+_WRITING_DOMAIN = (
+    "CREATE FUNCTION wchk(text) RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$BEGIN "
+    "INSERT INTO genre VALUES (4546, 'written'); RETURN true; END$$",
+    "CREATE DOMAIN dw45 AS text CHECK (wchk(VALUE))", "CREATE DOMAIN ddw45 AS dw45")
+
+
+def test_a_final_query_the_server_refuses_as_a_write_counts_one(
+        postgres_server: Any, pytester: pytest.Pytester) -> None:
+    """M4. Before: the final queries counted write_attempts 0 (their calls 1), and the cases
+    failed only for the refused query; an honest final query that fails still counts none."""
+    pytest.importorskip("sqlalchemy")
+    from tests.agents.test_counts_from_what_ran import call, tool
+    from tests.agents.test_counts_thirtyfirst_probe import _suite
+
+    gates = {"write_attempts": {"max": 0}}
+    queries = {"dom-over-dom": "SELECT 'x'::ddw45 AS v", "array-of-dom": "SELECT '{x}'::_dw45 AS v"}
+    cases = {f"final-{k}": ({"predicted": q, "trajectory": []}, {}, gates)
+             for k, q in queries.items()}
+    cases |= {f"tool-{k}": ({"trajectory": [call("c1", "run_query", q), tool("c1", "1")]}, {}, gates)
+              for k, q in queries.items()}
+    cases["final-honest-failure"] = ({"predicted": "SELECT 1 / 0 AS v", "trajectory": []}, {}, gates)
+    with _database(postgres_server, "q45_m4_" + uuid.uuid4().hex[:6], *_WRITING_DOMAIN) as name:
+        report = _suite(pytester, {"type": "sqlalchemy", "url": postgres_server.readonly_url(name)},
+                        cases)
+    writes = {cid: report.by_id[cid]["metrics"].get("write_attempts") for cid in cases}
+    assert writes == {**{cid: 1.0 for cid in cases if cid != "final-honest-failure"},
+                      "final-honest-failure": 0.0}, writes
+    assert "read-only transaction" in report.by_id["final-dom-over-dom"]["reason"]

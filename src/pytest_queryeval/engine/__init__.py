@@ -779,7 +779,8 @@ def _score_prediction(case: Case, evaluator: Evaluator, kind: Kind, prediction: 
 
         rows = scored.compared[3].rows if scored.compared is not None else None
         final = scored.compared[2] if scored.compared is not None else None
-        agent_metrics, details["agent"] = agent_scores(case, evaluator, env, rows, final)
+        agent_metrics, details["agent"] = agent_scores(
+            case, evaluator, env, rows, final, failure=None if final is not None else scored.reason)
         metrics.update(agent_metrics)
         why = uncounted(details["agent"])
         if why is not None:  # a count that could not be taken is no count of 0
