@@ -21,7 +21,8 @@ It returns the names of every called function: the SQLAlchemy source then asks t
 which of them are volatile (``pg_proc.provolatile``) and refuses those outside
 :data:`VOLATILE_ALLOWED` (:func:`volatile_refusal`), since a volatile function is what can
 change state a rolled-back read-only transaction does not undo (advisory locks, signals,
-replication slots, statistics resets, large objects).
+replication slots, statistics resets, large objects). A view of the database whose rule calls
+such a function is refused the same way when a query names it (:func:`volatile_views`).
 
 Without pglast a PostgreSQL prediction is refused (never executed unchecked), with a reason
 naming the extra to install.

@@ -20,7 +20,8 @@ backend, still running, is then named with its pid.
 
 PostgreSQL predictions are also parsed by PostgreSQL's own parser (:mod:`.pgguard`), and the
 server is asked which functions they call are volatile: those outside a short allow-list are
-refused, in the query's own read-only transaction. After every query the connection is reset
+refused, in the query's own read-only transaction, as is a view of the database they name
+whose rule calls one (directly or through the views it reads). After every query the connection is reset
 (``DISCARD ALL``) before it goes back to the pool, so no session state (an advisory lock)
 outlives it. On the first query the source warns once of what the role can still execute that
 a read-only role should not (dblink, server files, signalling its own sessions).
