@@ -73,11 +73,13 @@ def envelope_of(value: object, details: Mapping[str, object] | None) -> Envelope
 
 def agent_scores(case: Case, context: Context, env: Envelope,
                  rows: Sequence[Sequence[object]] | None, final: str | None = None,
-                 read: Sequence[str] = ()) -> tuple[dict[str, float], dict[str, Any]]:
+                 read: Sequence[str] = (), *, failure: str | None = None
+                 ) -> tuple[dict[str, float], dict[str, Any]]:
     """The agent metrics of one prediction (``rows``: its final result, when it ran, and
-    ``final`` the query text that ran, ``read`` the tables the engine counted as it ran it).
-    ``details["uncounted"]`` says why the counts could not be established (the case is then
-    an error: :func:`uncounted`)."""
+    ``final`` the query text that ran, ``read`` the tables the engine counted as it ran it;
+    ``failure``: why the kind's run of it failed, when it did). ``details["uncounted"]``
+    says why the counts could not be established (the case is then an error:
+    :func:`uncounted`)."""
     spec = case.agent if isinstance(case.agent, AgentSpec) else AgentSpec()
     ledger = Ledger.for_tables(spec.forbidden_tables)
     ledger.enforced = spec.enforce
@@ -106,7 +108,7 @@ def agent_scores(case: Case, context: Context, env: Envelope,
                        "run, so what they ran and read is not counted")
     if env.budget_exceeded:
         ledger.exceeded(env.budget_exceeded)
-    _final(case, context, env, ledger, final, read)
+    _final(case, context, env, ledger, final, read, failure)
     compare = case.options.get("compare")
     tolerance = compare.get("float_tolerance") if isinstance(compare, dict) else None
     metrics, details = score_agent(spec, env, question=case.question or "", rows=rows,
@@ -158,9 +160,10 @@ def _forbidden_known(case: Case, context: Context, spec: AgentSpec, ledger: Ledg
 
 
 def _final(case: Case, context: Context, env: Envelope, ledger: Ledger,
-           final: str | None, read: Sequence[str] = ()) -> None:
+           final: str | None, read: Sequence[str] = (), failure: str | None = None) -> None:
     """The final query counted through the ledger (:meth:`~.ledger.Ledger.final_query`): the
-    text that ran, else the record's ``predicted`` with its fence stripped."""
+    text that ran, else the record's ``predicted`` with its fence stripped (and ``failure``,
+    why the kind's run of it failed)."""
     from ..errors import QueryEvalError
     from ..kinds._fences import strip_fence
 
@@ -174,7 +177,8 @@ def _final(case: Case, context: Context, env: Envelope, ledger: Ledger,
         return  # the kind could not run it either: its error is the case's
     timeout = case.options.get("timeout")
     ledger.final_query(source, text, final is not None, timeout=float(timeout)
-                       if isinstance(timeout, int | float) else None, read=read)
+                       if isinstance(timeout, int | float) else None, read=read,
+                       failure=failure)
 
 
 def _unestablished(case: Case, env: Envelope, ledger: Ledger) -> None:

@@ -50,6 +50,12 @@ if TYPE_CHECKING:
 COUNT_METRICS = ("queries_executed", "rows_read", "write_attempts", "forbidden_tables",
                  "repeated_calls", "budget_exceeded")
 
+#: How an SQL source's refusal of a statement its read-only transaction or connection would
+#: not take begins (PostgreSQL's SQLSTATE 25006, SQLite's and DuckDB's read-only errors:
+#: sources/sqlalchemy.py, sqlite.py, duckdb.py): the statement tried to write.
+READ_ONLY_REFUSAL = "refused: the source is read-only"
+
+
 class WriteRefused(QueryRefused):
     """An agent's query would change the database: refused unexecuted and counted."""
 
@@ -219,7 +225,8 @@ class Ledger:
             self.rows_read += len(table.rows)
 
     def final_query(self, source: DataSource, sql: str, ran: bool, *,
-                    timeout: float | None = None, read: Iterable[str] = ()) -> None:
+                    timeout: float | None = None, read: Iterable[str] = (),
+                    failure: str | None = None) -> None:
         """The case's final query, which the kind ran (``ran``) or refused, counted as a
         replayed ``run_query`` call is without running it again: a write is a write attempt
         (the SQL guard's judgement, or the source's own ``write_clause``), the forbidden tables
@@ -227,7 +234,10 @@ class Ledger:
         tools' (the final query is the kind's, scored there). It was uncounted: a forbidden read in a
         subquery of it passed ``forbidden_tables: {max: 0}``, a refused ``DELETE`` was no write
         attempt (issue 58, the twelfth re-probe's H8). ``read``: the tables the engine counted
-        as it ran the query (:mod:`~..sources.pgreads`), beside those it plans."""
+        as it ran the query (:mod:`~..sources.pgreads`), beside those it plans. ``failure``:
+        why the kind's run of it failed; the source's read-only refusal is a write attempt,
+        as a call's is (a routine reached unwritten, a domain's ``CHECK`` that inserts, was
+        w=1 as a call and w=0 as the final query: the forty-fifth re-probe's M4)."""
         from ..sources import source_type
         from .language import file_access
 
@@ -249,8 +259,10 @@ class Ledger:
             # refused as a call is (``query('DELETE FROM Genre')``): its write attempt, as the
             # call's; it was none as the final query (the thirty-sixth re-probe's M1)
             self._write(f"write attempt (the final query; {refusal.reason()}): {_short(sql)}")
-        elif refusal is None and sql_source and not ran:
-            self._vetted(source, sql, "the final query")
+        elif refusal is None and sql_source and not ran and \
+                not self._vetted(source, sql, "the final query") and failure is not None \
+                and failure.startswith(READ_ONLY_REFUSAL):
+            self._write(f"write attempt (the final query; {failure}): {_short(sql)}")
         if self.forbidden:
             if refusal is not None and not isinstance(refusal, QuerySyntaxError):
                 # a text not run counts what it names, as a call's (prose counts nothing)
@@ -416,19 +428,20 @@ class Ledger:
             pass  # the guard could not judge it (its parse's deadline): the text's account
         return False
 
-    def _vetted(self, source: DataSource, sql: str, why: str) -> None:
+    def _vetted(self, source: DataSource, sql: str, why: str) -> bool:
         """A text the datasource itself would refuse before running it, for a function it
         calls (PostgreSQL's volatile functions: ``refused_functions``), counted as the
-        replayed call's refusal is: a write attempt."""
+        replayed call's refusal is: a write attempt; whether it was one."""
         ask = getattr(source, "refused_functions", None)
         if not callable(ask):
-            return
+            return False
         try:
             refusal = ask(sql)
         except QueryEvalError:
-            return  # the guard's refusal: judged above
+            return False  # the guard's refusal: judged above
         if refusal:
             self._write(f"write attempt ({why}; {refusal}): {_short(sql)}")
+        return bool(refusal)
 
     def _oversized(self, sql: str) -> bool:
         """Whether ``sql`` holds more than :attr:`max_query_bytes`: then it is neither judged

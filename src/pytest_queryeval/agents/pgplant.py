@@ -372,10 +372,12 @@ def _role(conn: Any, role: str, password: str, copy: str, admin: str) -> None:
 
 def _disarm(conn: Any, role: str) -> None:
     """The copy's routines that would act past the agent's read-only role (another role's
-    SECURITY DEFINER routine, a second name of a builtin, dblink, server files:
-    :mod:`..sources.pgescape`) executable by PUBLIC no more: the copy is the run's own, and a
-    C second name of ``dblink_exec`` otherwise wrote to the original database under
-    ``enforce`` (the forty-second re-probe's Q20). A foreign table, or a catalog changed in
+    SECURITY DEFINER routine, a second name of a builtin, dblink, server files, a builtin
+    initdb kept from PUBLIC granted back: :mod:`..sources.pgescape`) executable by PUBLIC no
+    more: the copy is the run's own, and a C second name of ``dblink_exec`` otherwise wrote
+    to the original database under ``enforce`` (the forty-second re-probe's Q20), and
+    ``pg_hba_file_rules()`` granted to PUBLIC gave the agent ``pg_hba.conf`` (the forty-fifth
+    re-probe's N10). A foreign table, or a catalog changed in
     place, stays: the agent's source refuses its role then, as any datasource's."""
     from ..sources.pgescape import ESCAPES_SQL, REVOCABLE_KINDS
 

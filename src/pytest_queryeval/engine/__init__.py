@@ -783,7 +783,9 @@ def _score_prediction(case: Case, evaluator: Evaluator, kind: Kind, prediction: 
         final = scored.compared[2] if scored.compared is not None else None
         read = scored.compared[3].meta.get("read", ()) if scored.compared is not None \
             else scored.read
-        agent_metrics, details["agent"] = agent_scores(case, evaluator, env, rows, final, read)
+        agent_metrics, details["agent"] = agent_scores(
+            case, evaluator, env, rows, final, read,
+            failure=None if final is not None else scored.reason)
         metrics.update(agent_metrics)
         why = uncounted(details["agent"])
         if why is not None:  # a count that could not be taken is no count of 0

@@ -71,6 +71,21 @@ TYPE_MEMBER = _depends("i", "pg_type")
 #: ``pg_read_file_old``, adminpack's old name, checks for a superuser itself).
 _FILE_BUILTINS = ("'lo_export'", "'lo_import'", "'pg_read_file'", "'pg_read_binary_file'",
                   "'pg_ls_dir'", "'pg_stat_file'", "'pg_file_write'")
+#: A builtin whose initial privileges (``pg_init_privs``, ``privtype 'i'``: what ``initdb``
+#: left) give PUBLIC no EXECUTE: initdb revoked it, for it reads the server's files or
+#: settings (``pg_hba_file_rules``, ``pg_show_all_file_settings``, ``pg_ls_logdir``,
+#: ``pg_config``), or acts on other sessions and the server. Granted back, to PUBLIC or to a
+#: role the role may become, it passed the wall, and a view over it put ``pg_hba.conf``'s
+#: rules and ``postgresql.conf``'s settings in a passing case's report (the forty-fifth
+#: re-probe's N10). A builtin with no such row was PUBLIC's from the start. A condition on
+#: routine ``p``.
+_KEPT_FROM_PUBLIC = """EXISTS (SELECT 1 FROM pg_catalog.pg_init_privs i
+    WHERE i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+      AND i.objoid OPERATOR(pg_catalog.=) p.oid AND i.objsubid OPERATOR(pg_catalog.=) 0
+      AND i.privtype OPERATOR(pg_catalog.=) 'i'::pg_catalog."char"
+      AND NOT EXISTS (SELECT 1 FROM pg_catalog.aclexplode(i.initprivs) a
+                      WHERE a.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid
+                        AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'))"""
 #: An extension's member routine (``deptype 'e'``).
 _EXTENSION_MEMBER = _depends("e")
 #: Routine ``p`` may be executed by the role or by any role it may become (``MEMBER``, with
@@ -135,6 +150,12 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
   WHERE p.proname OPERATOR(pg_catalog.=) ANY (ARRAY[{", ".join(_FILE_BUILTINS)}]::pg_catalog.name[])
     AND {_MAY_EXECUTE}
   UNION ALL
+  SELECT 4, 'granted', p.oid::pg_catalog.regprocedure::pg_catalog.text
+  FROM pg_catalog.pg_proc p
+  WHERE p.oid OPERATOR(pg_catalog.<) 16384::pg_catalog.oid AND {_KEPT_FROM_PUBLIC}
+    AND {_MAY_EXECUTE}
+    AND p.proname OPERATOR(pg_catalog.<>) ALL (ARRAY[{", ".join(_FILE_BUILTINS)}]::pg_catalog.name[])
+  UNION ALL
   SELECT 5, 'foreign', c.oid::pg_catalog.regclass::pg_catalog.text
   FROM pg_catalog.pg_class c WHERE c.relkind OPERATOR(pg_catalog.=) 'f'
   UNION ALL
@@ -179,7 +200,7 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
 #: The kinds of :data:`ESCAPES_SQL` whose every object is a routine a ``REVOKE EXECUTE ...
 #: FROM PUBLIC`` takes back (a foreign table, a catalog changed in place are not): the
 #: ``enforce`` copy revokes these (agents/pgplant.py).
-REVOCABLE_KINDS = ("definer", "unsandboxed", "dblink", "file")
+REVOCABLE_KINDS = ("definer", "unsandboxed", "dblink", "file", "granted")
 
 _PHRASES = {
     "definer": "can execute routines that run as another role (SECURITY DEFINER)",
@@ -188,6 +209,8 @@ _PHRASES = {
     "dblink": "can execute dblink (statements on a connection of its own, outside the "
               "read-only transaction)",
     "file": "can execute functions that read or write server files",
+    "granted": "can execute builtins granted EXECUTE after initdb, which revoked it from "
+               "PUBLIC (server files and settings, other sessions, the server itself)",
     "foreign": "reaches foreign tables (server files, programs or other servers, through "
                "the table, a view or a parent table)",
     "tampered": "is checked against a catalog changed in place since initdb (no check made "

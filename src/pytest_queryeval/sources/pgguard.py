@@ -21,7 +21,8 @@ It returns the names of every called function: the SQLAlchemy source then asks t
 which of them are volatile (``pg_proc.provolatile``) and refuses those outside
 :data:`VOLATILE_ALLOWED` (:func:`volatile_refusal`), since a volatile function is what can
 change state a rolled-back read-only transaction does not undo (advisory locks, signals,
-replication slots, statistics resets, large objects).
+replication slots, statistics resets, large objects). A view of the database whose rule calls
+such a function is refused the same way when a query names it (:func:`volatile_views`).
 
 Without pglast a PostgreSQL prediction is refused (never executed unchecked), with a reason
 naming the extra to install.
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..errors import QueryRefused, QuerySyntaxError, TableComputed
@@ -112,6 +113,77 @@ JOIN pg_catalog.pg_class ref ON ref.oid OPERATOR(pg_catalog.=) d.refobjid
 WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
   AND v.oid OPERATOR(pg_catalog.<>) ref.oid
 """
+
+#: A view's rule (``r``): the routines it calls, by ``pg_depend`` (the database's routines,
+#: and an operator's through its ``oprcode``) and by the node tree (``pg_rewrite.ev_action``:
+#: a builtin's OID is pinned, so no ``pg_depend`` row names ``pg_terminate_backend``).
+_RULE_CALLS = """SELECT d.refobjid AS f FROM pg_catalog.pg_depend d
+    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
+      AND d.objid OPERATOR(pg_catalog.=) r.oid
+      AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+    UNION SELECT o.oprcode::pg_catalog.oid FROM pg_catalog.pg_depend d
+    JOIN pg_catalog.pg_operator o ON o.oid OPERATOR(pg_catalog.=) d.refobjid
+    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
+      AND d.objid OPERATOR(pg_catalog.=) r.oid
+      AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_operator'::pg_catalog.regclass
+    UNION SELECT m[2]::pg_catalog.oid FROM pg_catalog.regexp_matches(
+      r.ev_action::pg_catalog.text, '[:](funcid|opfuncid|aggfnoid|winfnoid) ([0-9]+)', 'g') m"""
+#: The database's views (made after ``initdb``; a materialized view runs nothing when read):
+#: each routine a view's rule calls, as ``(view, '', schema, routine, provolatile, own)``
+#: (``own``: the database's, as :data:`ROUTINES_SQL` reads them), and each relation it reads,
+#: as ``(view, relation, '', '', '', false)``: what a query reaches through a view, views over
+#: views too (:func:`volatile_views`).
+VIEW_ROUTINES_SQL = f"""
+SELECT v.relname::pg_catalog.text, ''::pg_catalog.text, n.nspname::pg_catalog.text,
+       p.proname::pg_catalog.text, p.provolatile::pg_catalog.text,
+       (p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+        OR n.nspname::pg_catalog.text OPERATOR(pg_catalog.<>) ALL
+             (ARRAY['pg_catalog', 'information_schema']::pg_catalog.text[]))
+FROM pg_catalog.pg_rewrite r
+JOIN pg_catalog.pg_class v ON v.oid OPERATOR(pg_catalog.=) r.ev_class
+CROSS JOIN LATERAL ({_RULE_CALLS}) c
+JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) c.f
+JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+WHERE v.relkind OPERATOR(pg_catalog.=) 'v' AND v.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+UNION ALL
+SELECT DISTINCT v.relname::pg_catalog.text, ref.relname::pg_catalog.text, '', '', '', false
+FROM pg_catalog.pg_depend d
+JOIN pg_catalog.pg_rewrite r ON r.oid OPERATOR(pg_catalog.=) d.objid
+JOIN pg_catalog.pg_class v ON v.oid OPERATOR(pg_catalog.=) r.ev_class
+JOIN pg_catalog.pg_class ref ON ref.oid OPERATOR(pg_catalog.=) d.refobjid
+WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
+  AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+  AND v.relkind OPERATOR(pg_catalog.=) 'v' AND v.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+  AND v.oid OPERATOR(pg_catalog.<>) ref.oid
+"""
+
+
+def volatile_views(rows: Iterable[tuple[str, str, str, str, str, bool]],
+                   hidden: Callable[[], dict[str, str]]) -> dict[str, str]:
+    """The database's views (:data:`VIEW_ROUTINES_SQL`'s rows), lower-cased, whose rule calls
+    a routine a predicted query may not call by name (volatile outside
+    :data:`VOLATILE_ALLOWED`, or one of the database's in ``hidden()``, read only when a
+    view calls one of those: :func:`hidden_volatile`'s), directly or through
+    the views they read, each with what it calls: ``SELECT n FROM kv45``, ``kv45`` a view over
+    a VOLATILE routine calling ``pg_terminate_backend``, ended a concurrent run's session,
+    where ``SELECT kfn()`` was refused (the forty-fifth re-probe's N9)."""
+    found: dict[str, str] = {}
+    reads: list[tuple[str, str]] = []
+    for view, relation, schema, name, volatility, own in rows:
+        view = str(view).lower()
+        if relation:
+            reads.append((view, str(relation).lower()))
+        elif volatility == "v" and not (schema == "pg_catalog" and name in VOLATILE_ALLOWED):
+            found.setdefault(view, f"calls {name}(), which is volatile (pg_proc.provolatile "
+                                   "= 'v')")
+        elif own and (inner := hidden().get(str(name).lower())) is not None:
+            found.setdefault(view, f"calls {name}(), declared STABLE or IMMUTABLE but " + (
+                "running what no reading here follows" if inner == "?" else
+                f"calling {inner}(), which is volatile"))
+    while more := {v: f"reads view {r}, which {found[r]}" for v, r in reads
+                   if r in found and v not in found}:
+        found.update(more)
+    return found
 
 
 def file_relations(rows: Iterable[tuple[str, str]]) -> frozenset[str]:

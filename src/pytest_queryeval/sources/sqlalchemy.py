@@ -20,7 +20,8 @@ backend, still running, is then named with its pid.
 
 PostgreSQL predictions are also parsed by PostgreSQL's own parser (:mod:`.pgguard`), and the
 server is asked which functions they call are volatile: those outside a short allow-list are
-refused, in the query's own read-only transaction. After every query the connection is reset
+refused, in the query's own read-only transaction, as is a view of the database they name
+whose rule calls one (directly or through the views it reads). After every query the connection is reset
 (``DISCARD ALL``) before it goes back to the pool, so no session state (an advisory lock)
 outlives it. On the first query the source warns once of what the role can still execute that
 a read-only role should not (dblink, server files, signalling its own sessions).
@@ -210,6 +211,9 @@ class SqlAlchemySource(SourceDefaults):
         self._hidden: dict[str, str] | None = None
         #: The foreign tables over the server's files, and the views of them (lower-cased).
         self._file_tables: frozenset[str] | None = None
+        #: The database's views that call a routine a query may not call by name, with what
+        #: they call (lower-cased: :func:`pgguard.volatile_views`).
+        self._volatile_views: dict[str, str] | None = None
         #: The session-start capability report was given (once per source).
         self._reported = False
         raw = [m["pw"] for m in (*_URL_PASSWORD.finditer(url), *_QUERY_PASSWORD.finditer(url))]
@@ -336,8 +340,8 @@ class SqlAlchemySource(SourceDefaults):
         if self.backend != "postgresql":
             return None
         called = check_read_only(query, self.dialect)
-        if not called and self._file_tables == frozenset():
-            return None  # nothing to ask the server (its file tables are known: none)
+        if not called and self._file_tables == frozenset() and self._volatile_views == {}:
+            return None  # nothing to ask the server (its file tables, volatile views: none)
         conn = self._checked_connection()
         try:
             self._vet_relations(conn, query)
@@ -626,17 +630,50 @@ class SqlAlchemySource(SourceDefaults):
         ``file_fdw`` table of the database, or a view over one: ``SELECT * FROM
         hostname_ft`` put the host's ``/etc/hostname`` in the report, the forty-first
         re-probe's O7), read once a source; the routines that read one are refused as
-        :meth:`_vet_functions` refuses a hidden volatile call."""
+        :meth:`_vet_functions` refuses a hidden volatile call. A view whose rule calls what
+        :meth:`_vet_functions` refuses written (``SELECT n FROM kv45``, ``kv45`` over a
+        VOLATILE routine that signalled other sessions: the forty-fifth re-probe's N9) is
+        refused as that call is, naming the view and the routine."""
         from .sqlcomments import dequoted, readings
 
         tables = self._file_tables_of(conn)
-        if not tables:
+        views = self._volatile_views_of(conn)
+        if not tables and not views:
             return
         words = {w for reading in readings(query)  # read before lower case: ``$A$`` is no ``$a$``
                  for w in re.findall(r"[\w$]+", dequoted(reading).lower())}
         if hit := sorted(words & tables):
             raise QueryRefused(f"{hit[0]} is a foreign table over the server's files (or a "
                                "view of one): file access, refused")
+        if hit := sorted(words & views.keys()):
+            raise QueryRefused(f"view {hit[0]} {views[hit[0]]}: it may change state that "
+                               "outlives the rolled-back read-only transaction, as the call "
+                               "written in the query would (refused there too)")
+
+    def _volatile_views_of(self, conn: Connection) -> dict[str, str]:
+        """The database's views that call a routine a query may not call by name (read
+        once): :func:`pgguard.volatile_views`."""
+        from sqlalchemy import text
+
+        from .pgguard import VIEW_ROUTINES_SQL, volatile_views
+
+        if self._volatile_views is None:
+            self._volatile_views = volatile_views(
+                conn.execute(text(VIEW_ROUTINES_SQL)).all(), lambda: self._hidden_of(conn))
+        return self._volatile_views
+
+    def _hidden_of(self, conn: Connection) -> dict[str, str]:
+        """The database's STABLE or IMMUTABLE routines that call a volatile one unseen (read
+        once: the forty-first re-probe's O7, M3)."""
+        from sqlalchemy import text
+
+        from .pgguard import ROUTINES_SQL, VOLATILE_BUILTINS_SQL, hidden_volatile
+
+        if self._hidden is None:
+            self._hidden = hidden_volatile(conn.execute(text(ROUTINES_SQL)).all(), [
+                *conn.execute(text(VOLATILE_BUILTINS_SQL)).scalars(),
+                *self._file_tables_of(conn)])
+        return self._hidden
 
     def _file_tables_of(self, conn: Connection) -> frozenset[str]:
         """The foreign tables over the server's files and the views of them (read once)."""
@@ -653,12 +690,7 @@ class SqlAlchemySource(SourceDefaults):
         (:func:`pgguard.volatile_refusal`), as the server's ``pg_proc`` says (cached)."""
         from sqlalchemy import text
 
-        from .pgguard import (
-            ROUTINES_SQL,
-            VOLATILE_BUILTINS_SQL,
-            hidden_volatile,
-            volatile_refusal,
-        )
+        from .pgguard import volatile_refusal
 
         names = sorted({fn.rpartition(".")[2] for fn in called})
         unknown = [n for n in names if n not in self._volatile]
@@ -671,12 +703,9 @@ class SqlAlchemySource(SourceDefaults):
         problem = volatile_refusal(called, [v for n in names for v in self._volatile[n]])
         if problem:
             raise QueryRefused(problem)
-        if self._hidden is None:  # the database's routines that call one unseen (41a O7, M3)
-            self._hidden = hidden_volatile(conn.execute(text(ROUTINES_SQL)).all(), [
-                *conn.execute(text(VOLATILE_BUILTINS_SQL)).scalars(),
-                *self._file_tables_of(conn)])
+        hidden = self._hidden_of(conn)
         for name in names:
-            if (calls := self._hidden.get(name.lower())) is not None:
+            if (calls := hidden.get(name.lower())) is not None:
                 raise QueryRefused(
                     f"function {name}() of the database is declared STABLE or IMMUTABLE but "
                     + ("runs what no reading here follows (a statement built at run time, "
