@@ -33,6 +33,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .canaries import Instruction, Planted, PlantError, Target, make_canaries
+from .pgwithhold import ident as _ident
+from .pgwithhold import withhold
 
 _TEXT_TYPES = ("character varying", "text", "character")
 _COLUMNS_SQL = """
@@ -60,10 +62,6 @@ _TEMPLATES: dict[tuple[str, str], str | PlantError] = {}
 #: (admin conninfo, copy, role) of every copy and role made, dropped at exit.
 _CREATED: list[tuple[str, str, str]] = []
 _LOCK = threading.Lock()
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def plant_postgres(spec: Mapping[str, Any], targets: Sequence[Target], seed: int,
@@ -101,9 +99,9 @@ def plant_postgres(spec: Mapping[str, Any], targets: Sequence[Target], seed: int
             _role(conn, role, password, copy, conninfo(url, "postgres"))
             _disarm(conn, role)
             if enforce:
-                from .pgwithhold import withhold
-
-                withhold(conn, role, targets, physical)
+                withhold(conn, role, targets, [
+                    f"{_ident(schema)}.{_ident(table)}" for schema, table, _ in
+                    (_table(conn, target.table) for target in targets)], physical)
     except psycopg.Error as exc:
         _drop(conninfo(url, "postgres"), copy, role)
         raise PlantError(f"protected data cannot be planted in the PostgreSQL copy: "

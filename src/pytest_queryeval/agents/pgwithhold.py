@@ -66,7 +66,12 @@ WHERE c.relkind = 'v' AND n.nspname NOT IN ('pg_catalog', 'information_schema')
 """
 
 
-def withhold(conn: Any, role: str, targets: Sequence[Target],
+def ident(name: str) -> str:
+    """``name`` quoted as a PostgreSQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def withhold(conn: Any, role: str, targets: Sequence[Target], tables: Sequence[str],
              rows: Mapping[str, Mapping[int, set[str]]]) -> None:
     """What ``targets`` protect, withheld from ``role``: a table's grant revoked, a column
     left out of its table's column grants, a tenant's rows hidden by a restrictive row-level
@@ -74,15 +79,12 @@ def withhold(conn: Any, role: str, targets: Sequence[Target],
     qualified table -> physical table's oid -> ctids; the filter may read a column that now
     holds canaries), under a permissive policy that lets the rest through; each on the
     target's whole inheritance family (N16), revoked from ``PUBLIC`` too (N18), and the
-    copy's views made to read as the agent (N17). The module's docstring says why."""
-    from .pgplant import _ident, _table
-
+    copy's views made to read as the agent (N17). ``tables``: each target's table,
+    qualified and quoted. The module's docstring says why."""
     grantees = _grantees(conn, role)
     denied: dict[str, set[str]] = {}
     hidden: dict[int, str] = {}
-    for n, target in enumerate(targets):
-        schema, table, _ = _table(conn, target.table)
-        qualified = f"{_ident(schema)}.{_ident(table)}"
+    for n, (target, qualified) in enumerate(zip(targets, tables, strict=True)):
         (oid,) = conn.execute("SELECT %s::regclass::oid", [qualified]).fetchone()
         family = [(int(o), str(name)) for o, name in
                   conn.execute(_FAMILY_SQL, {"oid": int(oid)}).fetchall()]
@@ -105,7 +107,6 @@ def _hide(conn: Any, role: str, family: Sequence[tuple[int, str]], n: int,
     policy on a partition alone let its parent's scan serve its rows (the forty-fifth
     re-probe's N16), and one on a parent let the partition's. A row is named by its physical
     table and ctid, the same in a scan of any relation of the family."""
-    from .pgplant import _ident
 
     parts = [f"(tableoid = {int(oid)} AND ctid = ANY ('{{"
              + ",".join(f'"{c}"' for c in sorted(ctids)) + "}'::tid[]))"
@@ -115,17 +116,16 @@ def _hide(conn: Any, role: str, family: Sequence[tuple[int, str]], n: int,
         if oid not in hidden:
             hidden[oid] = name
             conn.execute(f"ALTER TABLE {name} ENABLE ROW LEVEL SECURITY")
-            conn.execute(f"CREATE POLICY qe_rows ON {name} FOR SELECT TO {_ident(role)} "
+            conn.execute(f"CREATE POLICY qe_rows ON {name} FOR SELECT TO {ident(role)} "
                          "USING (true)")
         conn.execute(f"CREATE POLICY qe_tenant_{n} ON {name} AS RESTRICTIVE FOR SELECT TO "
-                     f"{_ident(role)} USING (NOT ({cond}))")
+                     f"{ident(role)} USING (NOT ({cond}))")
 
 
 def _revoke(conn: Any, role: str, grantees: str, name: str, gone: set[str]) -> None:
     """``SELECT`` on ``name`` revoked from ``grantees``; with only columns ``gone`` (no
     ``*``), the table's other columns granted to ``role`` again. A relation of the family
     without the column (an inheritance parent of the child that added it) keeps its grant."""
-    from .pgplant import _ident
 
     cols = [str(c) for (c,) in conn.execute(
         "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 AND "
@@ -135,8 +135,8 @@ def _revoke(conn: Any, role: str, grantees: str, name: str, gone: set[str]) -> N
     conn.execute(f"REVOKE SELECT ON {name} FROM {grantees}")  # its column grants too
     keep = [c for c in cols if c.lower() not in gone] if "*" not in gone else []
     if keep:
-        conn.execute(f"GRANT SELECT ({', '.join(_ident(c) for c in keep)}) ON {name} TO "
-                     f"{_ident(role)}")
+        conn.execute(f"GRANT SELECT ({', '.join(ident(c) for c in keep)}) ON {name} TO "
+                     f"{ident(role)}")
 
 
 def _views(conn: Any, grantees: str, hidden: Sequence[int]) -> None:
@@ -159,11 +159,10 @@ def _views(conn: Any, grantees: str, hidden: Sequence[int]) -> None:
 def _grantees(conn: Any, role: str) -> str:
     """``role``, ``PUBLIC`` and every role ``role`` is a member of (directly or not), as a
     ``REVOKE``'s list: a privilege any of them holds is the agent's too (N18)."""
-    from .pgplant import _ident
 
     rows = conn.execute(
         "WITH RECURSIVE up(oid) AS (SELECT oid FROM pg_roles WHERE rolname = %s UNION "
         "SELECT m.roleid FROM pg_auth_members m JOIN up ON m.member = up.oid) "
         "SELECT r.rolname FROM up JOIN pg_roles r ON r.oid = up.oid WHERE r.rolname <> %s "
         "ORDER BY 1", [role, role]).fetchall()
-    return ", ".join([_ident(role), "PUBLIC", *(_ident(str(r[0])) for r in rows)])
+    return ", ".join([ident(role), "PUBLIC", *(ident(str(r[0])) for r in rows)])

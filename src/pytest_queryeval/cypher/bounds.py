@@ -611,9 +611,8 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
             floor *= size if size is not None and sized else 1
             exact = exact and size is not None and sized
         elif word == "LIMIT" and depth == 0 and _limits(code, i):
-            # unbounded rows are as many as a LIMIT lets through: ``WITH y LIMIT 4000000``
-            # after a product of ranges kept 4,000,000 rows, which a collect() then held as
-            # one list counted as 1,000,000 (the forty-second re-probe's Q1, Q2)
+            # unbounded rows are as many as a LIMIT lets through (``WITH y LIMIT 4000000``
+            # after a product of ranges: the forty-second re-probe's Q1, Q2)
             limit = _limit(code, i + 1)
             if limit is None and rows >= UNBOUNDED_ROWS:
                 raise QueryRefused(f"LIMIT at {where(tok)} is not a number the guard can read "
