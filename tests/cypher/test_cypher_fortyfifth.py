@@ -13,13 +13,11 @@ from ranges stay refused.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from tests.cypher.test_bolt import run_on_server
-from tests.fixtures.bolt_server import require, running_server
+from tests.cypher.test_cypher_fortyfourth import hostile_then_honest
 
 _BUILT = "built on each row"
 _SORTED = "takes up to"
@@ -112,46 +110,16 @@ SENT = [
     "MATCH (c:Person)-[:ACTED_IN]->(order:Movie) RETURN order.title AS t LIMIT 3",
 ]
 
-_COUNT = "MATCH (m:Movie) RETURN count(m) AS c"
-
-
-def _call(cid: str, query: str) -> list[dict[str, object]]:
-    return [{"role": "assistant", "content": None, "tool_calls": [{
-        "id": cid, "type": "function",
-        "function": {"name": "run_query", "arguments": json.dumps({"query": query})}}]},
-        {"role": "tool", "tool_call_id": cid, "content": "38"}]
-
-
 def test_the_sorts_are_refused_and_the_honest_cases_after_them_pass(
         pytester: pytest.Pytester, tmp_path: Path) -> None:
-    """End to end with ``rehearse: false`` and a 3 s timeout, on a server of its own: the
-    T1 to T4 texts as predictions and as an agent's second ``run_query`` (each held the
-    server past its timeout, and the honest golds after them timed out) are refused unsent;
-    the honest cases after them pass and the server runs nothing after the suite."""
-    require()
+    """The T1 to T7 and F1, F2 texts as predictions and as an agent's second ``run_query``
+    (each held the server past its timeout, and the honest golds after them timed out) are
+    refused unsent (:func:`.test_cypher_fortyfourth.hostile_then_honest`)."""
     hostile = {name: REFUSED[name][0] for name in (
         "t1-skip", "t2-unwound-names", "t3-match-then-range", "t4-wide-key",
         "f1-case-calls", "f2-dedup-maps", "t5-grouping-limit", "t6-wrapped-accumulator",
         "t7-limit-as-name")}
-    runs = {"h0": {"predicted": _COUNT, "trajectory": _call("a", _COUNT)}}
-    for name, query in hostile.items():
-        runs[f"p-{name}"] = {"predicted": query, "trajectory": _call("a", _COUNT)}
-        runs[f"a-{name}"] = {"predicted": _COUNT,
-                             "trajectory": _call("a", _COUNT) + _call("b", query)}
-    runs.update({f"h{k}": runs["h0"] for k in (1, 2, 3)})
-    pytester.path.joinpath("runs.jsonl").write_text("".join(
-        json.dumps({"id": cid, **run}) + "\n" for cid, run in runs.items()))
-    cases = [{"id": cid, "question": "How many movies?", "gold": _COUNT,
-              **({"agent": True, "thresholds": {"write_attempts": {"max": 0}}}
-                 if cid.startswith("a-") else {})} for cid in runs]
-    with running_server(tmp_path) as own:
-        report = run_on_server(pytester, own, cases, rehearse=False, timeout=3, config={
-            "predictions": {"source": "file", "path": "runs.jsonl"}})
-        assert own.running() == 0
-    reasons = {cid: str(report.by_id[cid]) for cid in report.outcomes}
+    reasons = hostile_then_honest(pytester, tmp_path, hostile)
     for name in hostile:
-        assert report.outcomes[f"p-{name}"] == "failed", reasons[f"p-{name}"]
         assert "refused" in reasons[f"p-{name}"], reasons[f"p-{name}"]
         assert "refused" in reasons[f"a-{name}"], reasons[f"a-{name}"]
-    for cid in ("h0", "h1", "h2", "h3"):
-        assert report.outcomes[cid] == "passed", reasons[cid]
