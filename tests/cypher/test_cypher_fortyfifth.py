@@ -78,6 +78,9 @@ REFUSED = {
                          "RETURN l[1..][1..][1..][1..][1..][1..] AS s", "clause word"),
     "t7-backquoted": ("UNWIND range(1,1000000) AS y WITH {a:y,b:y,c:y,d:y,e:y,f:y} AS m, [] AS "
                       "`limit` ORDER BY [m] + limit + 10 RETURN count(*) AS s", "clause word"),
+    "f3b-split-of-a-key": ("RETURN size([x IN split(toJSON({" + "abcdefghijklmnopqrstuvwxyz" * 40
+                           + ": 1}), '') | size([y IN range(1,1000) | {a:y}])]) AS n",
+                           "characters"),
     "f3-long-key": ("RETURN size([x IN range(1,1000000) | size(toJSON({"
                     + "abcdefghijklmnopqrstuvwxyz" * 40 + ": x}))]) AS s", _EVALUATED),
 }

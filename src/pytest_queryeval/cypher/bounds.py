@@ -84,13 +84,26 @@ def check_evaluation(code: Sequence[Token]) -> None:
 _CLAUSE_NAMES = frozenset({"WHERE", "WITH", "RETURN", "SKIP", "LIMIT", "UNION", "DISTINCT"})
 
 
+#: The most characters a name may have (a variable, a map's key, a label): a key of 10,000
+#: letters in ``toJSON({K: x})`` over 1,000,000 values held a 3 s server 66 s, and
+#: ``split(toJSON({K: 1}), '')`` of a 60,000-letter key was counted as 1,000 values (36 s:
+#: the forty-fifth re-probe's F3, F3b).
+MAX_NAME_CHARS = 100
+
+
 def _check_names(code: Sequence[Token]) -> None:
     """Refuse a clause word bound as a name, unquoted (``0 AS limit``, ``(order)``, ``[with
     IN l | ...]``, ``reduce(skip = 0, ...)``): FalkorDB takes it for a name where the bounds
     read the clause, so ``WHERE y > limit + 0`` was read as ``LIMIT 0``, every row-based
     bound saw no row, and a collect of 4,000,000 maps copied six times held a 3 s server
-    15 s (the forty-fifth re-probe's T7). Backquoted too: its uses need no backquotes."""
+    15 s (the forty-fifth re-probe's T7). Backquoted too: its uses need no backquotes. And
+    a name longer than :data:`MAX_NAME_CHARS`."""
     for i, tok in enumerate(code):
+        if tok.kind in ("word", "quoted") and len(tok.text) > MAX_NAME_CHARS:
+            raise QueryRefused(f"the name at {where(tok)} has {len(tok.text):,} characters, "
+                               f"more than {MAX_NAME_CHARS}: a map's key is copied into "
+                               "every value and text it makes, which no bound of the "
+                               "guard's weighs")
         if tok.kind not in ("word", "quoted") or not i \
                 or tok.text.strip("`").upper() not in _CLAUSE_NAMES:
             continue
