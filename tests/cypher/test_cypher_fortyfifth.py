@@ -82,7 +82,10 @@ REFUSED = {
                            + ": 1}), '') | size([y IN range(1,1000) | {a:y}])]) AS n",
                            "characters"),
     "f3-long-key": ("RETURN size([x IN range(1,1000000) | size(toJSON({"
-                    + "abcdefghijklmnopqrstuvwxyz" * 40 + ": x}))]) AS s", _EVALUATED),
+                    + "abcdefghijklmnopqrstuvwxyz" * 40 + ": x}))]) AS s", "characters"),
+    "f3-keys-in-a-body": ("RETURN size([x IN range(1,1000000) | size(toJSON({"
+                          + ", ".join(f"k{n}abcdefghijklmnopqrstuvwxyz{'x' * 60}: x"
+                                      for n in range(9)) + "}))]) AS s", _EVALUATED),
 }
 
 #: Honest queries beside them: sent (each was refused before).
