@@ -78,6 +78,9 @@ REFUSED = {
                          "RETURN l[1..][1..][1..][1..][1..][1..] AS s", "clause word"),
     "t7-backquoted": ("UNWIND range(1,1000000) AS y WITH {a:y,b:y,c:y,d:y,e:y,f:y} AS m, [] AS "
                       "`limit` ORDER BY [m] + limit + 10 RETURN count(*) AS s", "clause word"),
+    "l2-property-keys-bound": ("MATCH (z) WITH z, z.a AS q, z.b AS r, z.c AS s, z.d AS t, "
+                               "z.e AS u MATCH (a), (b), (c), (d), (e) WITH id(a) + id(b) AS i "
+                               "ORDER BY i RETURN count(*) AS s", "product of"),
     "f3b-split-of-a-key": ("RETURN size([x IN split(toJSON({" + "abcdefghijklmnopqrstuvwxyz" * 40
                            + ": 1}), '') | size([y IN range(1,1000) | {a:y}])]) AS n",
                            "characters"),
@@ -114,6 +117,8 @@ SENT = [
     "MATCH (n) OPTIONAL MATCH (n)-[r]->() RETURN labels(n) AS l, count(r) AS c",
     "RETURN reduce(acc = [], x IN range(1, 1000) | acc + [[x, x * 2]]) AS l",
     "MATCH (c:Person)-[:ACTED_IN]->(order:Movie) RETURN order.title AS t LIMIT 3",
+    "MATCH (p:Person) WITH p, p.born AS b MATCH (p)-[:ACTED_IN]->(m:Movie) "
+    "RETURN p.name, m.title ORDER BY b",
 ]
 
 def test_the_sorts_are_refused_and_the_honest_cases_after_them_pass(

@@ -2220,6 +2220,28 @@ def _aggregates_some(code: Sequence[Token], at: int, end: int) -> bool:
 MAX_PRODUCT = 3
 
 
+def _projected_names(code: Sequence[Token], scopes: list[tuple[int, ...]], at: int,
+                     end: int) -> set[str]:
+    """The names a projection ``code[at:end]`` binds: each item's ``AS`` name, or the item
+    itself when it is one name. Every word of it was taken for a bound name, a property's
+    key too, so a product of five patterns after ``WITH z, z.a AS q, z.b AS r, ...`` read
+    as one pattern sharing them (the forty-fifth re-probe's L2)."""
+    names: set[str] = set()
+    if at < end and _keyword(code, at) == "DISTINCT":
+        at += 1
+    item = at
+    for k in range(at, end + 1):
+        if k < end and not (code[k].text == "," and scopes[k] == scopes[at]):
+            continue
+        if k - item == 1 and code[item].kind in ("word", "quoted"):
+            names.add(code[item].text.strip("`"))
+        elif k - item >= 3 and code[k - 2].text.upper() == "AS" \
+                and code[k - 1].kind in ("word", "quoted"):
+            names.add(code[k - 1].text.strip("`"))
+        item = k + 1
+    return names
+
+
 def _products(code: Sequence[Token], scopes: list[tuple[int, ...]],
               ranges: dict[int, tuple[int, int]] | None = None) -> list[int]:
     """For each token, how many patterns matched so far share no variable with one bound
@@ -2251,8 +2273,7 @@ def _products(code: Sequence[Token], scopes: list[tuple[int, ...]],
             if _aggregates_only(code, i + 1):
                 degree = 0
             if not (i + 1 < len(code) and code[i + 1].text == "*"):
-                bound = {code[k].text.strip("`") for k in range(
-                    i + 1, _clause_end(code, scopes, i + 1)) if code[k].kind in ("word", "quoted")}
+                bound = _projected_names(code, scopes, i + 1, _clause_end(code, scopes, i + 1))
         if level and clause == "MATCH" and (word == "MATCH" or tok.text == ","):
             names = set()
         elif names is not None and tok.kind in ("word", "quoted") and scopes[i] \
