@@ -642,6 +642,14 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
     return out, counted, least
 
 
+def _whole_collect(code: Sequence[Token], scopes: list[tuple[int, ...]], start: int,
+                   end: int) -> bool:
+    """Whether ``code[start:end]`` is one ``collect(...)`` call, whole."""
+    return start + 3 <= end and code[start].kind == "word" \
+        and _function(code, start) == "collect" and code[start + 1].text == "(" \
+        and code[end - 1].text == ")" and scopes[end - 2][len(scopes[start]):][:1] == (start + 1,)
+
+
 def _unwound_names(code: Sequence[Token], scopes: list[tuple[int, ...]],
                    sources: dict[int, int], counted: list[bool]) -> dict[int, tuple[int, bool]]:
     """For each ``UNWIND`` of a name bound to a list (``UNWIND r AS a``), by the name's index:
@@ -660,9 +668,7 @@ def _unwound_names(code: Sequence[Token], scopes: list[tuple[int, ...]],
         name = code[i + 1].text.strip("`")
         if word == "AS" and code[i + 1].kind in ("word", "quoted"):
             start, _ = _named(code, scopes, i)
-            bound[name] = _function(code, start) == "collect" and code[i - 1].text == ")" \
-                and counted[start] and start + 1 < i and code[start + 1].text == "(" \
-                and scopes[i - 2][:1] == (start + 1,)
+            bound[name] = counted[start] and _whole_collect(code, scopes, start, i)
         elif word == "UNWIND" and code[i + 2].text.upper() == "AS" \
                 and code[i + 1].kind in ("word", "quoted") and i + 1 in sources:
             out[i + 1] = (sources[i + 1], bound.get(name, False))
@@ -978,9 +984,8 @@ def _projected_width(code: Sequence[Token], scopes: list[tuple[int, ...]], i: in
     forty-fifth re-probe's F2)."""
     if not scopes[i] or code[scopes[i][-1]].text != "[" or code[i - 1].text.upper() != "IN":
         return 1
-    start, end = scopes[i][-1], i + 1
-    while end < len(code) and start in scopes[end]:
-        end += 1
+    start = scopes[i][-1]
+    end = _bracket_end(code, scopes, start)
     bar = _projection_bar(code, start, end + 1)
     if bar is None or code[bar + 1].text not in ("{", "["):
         return 1  # ``| x * 2``: one value an element
@@ -1024,10 +1029,7 @@ def _grouped_uses(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> dict[
         if word == "AS" and i + 1 < len(code) and code[i + 1].kind in ("word", "quoted"):
             start, _ = _named(code, scopes, i)
             name = code[i + 1].text.strip("`")
-            if clause == "WITH" and not scopes[i] and start + 3 <= i \
-                    and code[start].kind == "word" and _function(code, start) == "collect" \
-                    and code[start + 1].text == "(" and code[i - 1].text == ")" \
-                    and scopes[i - 2][len(scopes[start]):][:1] == (start + 1,):
+            if clause == "WITH" and not scopes[i] and _whole_collect(code, scopes, start, i):
                 grouped[name] = 1
             else:
                 grouped.pop(name, None)
