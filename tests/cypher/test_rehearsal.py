@@ -688,3 +688,26 @@ def test_a_copy_that_stalls_twice_is_the_sources_error(monkeypatch):
         assert len(calls) == 2
     finally:
         copy.close()
+
+
+def _bolt_connections(pid: int) -> list[str]:
+    """The host's established TCP connections to the copy's Bolt listener, read from its own
+    network namespace (``/proc/<pid>/net/tcp`` is the namespace's table)."""
+    rows = Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]
+    port = f":{copyhost.BOLT_PORT:04X}"
+    return [r.split()[1] for r in rows if r.split()[2].endswith(port) and r.split()[3] == "01"]
+
+
+def test_the_driver_reaches_the_listener_before_the_first_query_is_timed():
+    """The full run of 435b9905 saw the first query after a start (the honest query after a
+    hostile one that stopped the copy, too) fail as "ran over 3 s": the host imported the
+    driver and shook hands with the listener inside that query's deadline. A start now ends
+    once the host's driver is connected, so no query pays for it."""
+    copy = rehearsal.Rehearsal("x", lambda: ["CREATE (:N)"], max_memory=1 << 28, max_rows=10)
+    try:
+        copy._ready()  # started, no query sent yet
+        assert copy._proc is not None
+        assert len(_bolt_connections(copy._proc.pid)) == 1
+        assert copy.run("MATCH (n) RETURN count(n)", 5, 10)[1] == [(1,)]
+    finally:
+        copy.close()

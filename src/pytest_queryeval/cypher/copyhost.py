@@ -9,7 +9,8 @@ values must still be what the ``neo4j`` driver gives, so they are read over the 
 Bolt listener, which binds every interface and asks no password. This process enters a
 network namespace of its own first (:func:`.._isolation.netns.enter`): there the listener is
 reachable from nothing but this process, which runs the driver and hands the rows out, as
-JSON, on its standard output. It starts ``redis-server`` (dying with it) and then answers
+JSON, on its standard output. It starts ``redis-server`` (dying with it) and says its pid,
+opens the driver's connection to the listener and says ``{"ready": true}``, and then answers
 one request a line on its standard input::
 
     {"query": "...", "limit": 1000}  ->  {"columns": [...], "rows": [[...], ...]}
@@ -86,6 +87,15 @@ class Host:
         if "pid" not in answer:
             raise HostError(str(answer.get("error", "the copy's process did not start")))
         return int(answer["pid"])
+
+    def ready(self, seconds: float) -> None:
+        """Wait for the host's driver to reach the copy's listener. Why before the first
+        query and not inside it: the driver's import and handshake took more than a 3 s
+        query timeout on a loaded machine, so the first query after every start (the one
+        after a hostile query that stopped the copy, too) failed as a timeout of its own."""
+        answer = self._answer(seconds, 1 << 20)
+        if answer.get("ready") is not True:
+            raise HostError(str(answer.get("error", "the copy's listener did not answer")))
 
     def run(self, query: str, limit: int, seconds: float, max_bytes: int) -> dict[str, Any]:
         """The host's answer to one query: its columns and rows, or its error."""
@@ -302,18 +312,24 @@ def main(argv: list[str]) -> int:
     server = subprocess.Popen([get_redis_server(), config], stdin=subprocess.DEVNULL,
                               stdout=sys.stderr, stderr=sys.stderr, preexec_fn=_pdeathsig())
     _say(out, {"pid": server.pid})
-    driver: Any = None
+    try:
+        driver = _driver()
+    except Exception as exc:  # the listener never answered: the session's start fails
+        _say(out, {"error": f"the copy's Bolt listener did not answer: {_text(exc)}"})
+        return 3
+    _say(out, {"ready": True})
     for line in sys.stdin.buffer:
         request = json.loads(line)
         try:
-            if driver is None:
-                driver = _driver()
             _say(out, _run(driver, str(request["query"]), int(request["limit"])))
         except Exception as exc:  # the query's error, or the listener's: the session decides
-            text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-            _say(out, {"error": str(text).strip()[:2000],
-                       "code": str(getattr(exc, "code", "") or "")})
+            _say(out, {"error": _text(exc), "code": str(getattr(exc, "code", "") or "")})
     return 0
+
+
+def _text(exc: Exception) -> str:
+    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    return str(text).strip()[:2000]
 
 
 if __name__ == "__main__":  # pragma: no cover - the host process

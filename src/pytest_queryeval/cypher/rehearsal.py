@@ -297,6 +297,12 @@ class Rehearsal:
             self._load(conn)
             self._longest_name = _longest_name(conn)
             self._loaded = True
+        assert self._host is not None
+        try:
+            self._host.ready(START_TIMEOUT)
+        except copyhost.HostError as exc:
+            conn.close()
+            self._failed_start(exc)
         copyhost.cap_memory(self._server_pid, self.max_memory)
         self._conn = conn
         return conn
@@ -352,9 +358,11 @@ class Rehearsal:
                 conn.close()
             if time.monotonic() > deadline:
                 self._kill()
+                lines = copyhost.tail(self._dir / "server.log").strip().splitlines()
+                last = f" (its log ends: {lines[-1].strip()[:300]})" if lines else ""
                 raise SourceUnavailable(f"{self.where}: the copy of the graph predictions are "
                                         f"rehearsed on did not answer within "
-                                        f"{START_TIMEOUT:g} s")
+                                        f"{START_TIMEOUT:g} s{last}")
             time.sleep(0.05)
 
     def _load(self, conn: Connection) -> None:
