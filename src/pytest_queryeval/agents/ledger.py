@@ -383,7 +383,7 @@ class Ledger:
             read = verdict.tables | tables_of(sql, dialect)
             if source is not None:  # when the engine cannot say, the text's account stands
                 try:
-                    read |= tables_read(source, sql, True, timeout)
+                    read |= tables_read(source, sql, True, _within(timeout, source))
                 except CountUnknown as exc:
                     self.uncount(f"the agent's counts could not be established: {exc.reason()}")
                 except QueryEvalError:
@@ -636,6 +636,17 @@ def tables_read(source: DataSource, sql: str, sql_source: bool,
         return _last_names(names)
     out = tables_of(sql, getattr(source, "dialect", None), engine_read=True)
     return with_views(source, out | _last_names(names), sql)
+
+
+def _within(timeout: float | None, source: DataSource) -> float | None:
+    """The budget's time left for an unrun query's account, never past the datasource's own
+    query timeout: with no ``budget.seconds`` the default budget (300 s) was the account's
+    bound, and a plan-time routine that ignored cancel requests held one unrun call 307 s
+    under a 2 s datasource timeout (the forty-sixth re-probe's P6)."""
+    own = getattr(source, "timeout", None)
+    if not isinstance(own, int | float) or isinstance(own, bool) or own <= 0:
+        return timeout
+    return float(own) if timeout is None else min(timeout, float(own))
 
 
 def _account(ask: Any, sql: str, timeout: float | None) -> set[str]:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any
 
-__all__ = ["COUNTING", "SAVEPOINT", "counted", "counters", "touched"]
+__all__ = ["COUNTING", "SAVEPOINT", "counted", "counters", "serial", "serial_sql", "touched"]
 
 #: Whether the statements run now are an agent case's, whose reads are counted: the counts
 #: cost four round trips a statement, which a prediction outside an agent case does not pay.
@@ -98,3 +98,55 @@ def counters(rows: Callable[[str], Sequence[Sequence[Any]]]) -> dict[str, int]:
 def touched(before: dict[str, int], after: dict[str, int]) -> frozenset[str]:
     """The tables counted more in ``after`` than in ``before``."""
     return frozenset(name for name, count in after.items() if count > before.get(name, 0))
+
+
+#: The settings under which a read escapes the counters: a parallel worker's reads are counted
+#: in the worker, which reports them when it exits, never in the backend that asked
+#: (``pg_stat_get_xact_*`` is that backend's own); ``track_counts`` off counts nothing.
+_BLINDING = ("max_parallel_workers", "max_parallel_workers_per_gather", "force_parallel_mode",
+             "debug_parallel_query", "track_counts")
+
+#: Run before each counted statement, in its transaction: parallel query off for the rest of
+#: it (``SET LOCAL``: the leader then reads all a plan reads, itself), and the first of the
+#: database's routines that could turn it back on (or ``track_counts`` off) while the
+#: statement runs: a ``SET`` clause of a blinding setting (a routine's own setting wins over
+#: the session's inside it), or a body that names one or calls ``set_config`` (the
+#: forty-sixth re-probe's P1 and P11: a routine behind a domain or an index expression read
+#: ``employee`` in a parallel worker, or with ``SET track_counts = off``, and every count was
+#: 0). ``{privileged}`` is where the role may set ``track_counts`` itself (PostgreSQL 15's
+#: parameter privileges).
+_SERIAL_SQL = """
+SELECT pg_catalog.set_config('max_parallel_workers_per_gather', '0', true),
+       pg_catalog.set_config('max_parallel_workers', '0', true),
+       (SELECT n.nspname::pg_catalog.text OPERATOR(pg_catalog.||) '.'
+               OPERATOR(pg_catalog.||) p.proname::pg_catalog.text
+        FROM pg_catalog.pg_proc p
+        JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+        WHERE p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+          AND (p.prosrc OPERATOR(pg_catalog.~*) '{words}'
+               OR pg_catalog.array_to_string(p.proconfig, ' ') OPERATOR(pg_catalog.~*) '{words}')
+        ORDER BY 1 LIMIT 1),
+       {privileged}
+"""
+_WORDS = "|".join((*_BLINDING, "set_config"))
+
+
+def serial_sql(parameter_privileges: bool) -> str:
+    """:data:`_SERIAL_SQL` for a server with (PostgreSQL 15 and later) or without parameter
+    privileges."""
+    privileged = ("pg_catalog.has_parameter_privilege('track_counts', 'SET')"
+                  if parameter_privileges else "false")
+    return _SERIAL_SQL.format(words=_WORDS, privileged=privileged)
+
+
+def serial(rows: Callable[[str], Sequence[Sequence[Any]]], parameter_privileges: bool) -> None:
+    """Parallel query off for the transaction's counted statements; raises
+    :class:`CountsOff` where a routine of the database or the role could blind the counts."""
+    for *_, routine, privileged in rows(serial_sql(parameter_privileges)):
+        if routine is not None:
+            raise CountsOff(f"the database's routine {routine}() may change a setting the "
+                            f"counts depend on ({', '.join(_BLINDING)}, by its SET clause, by "
+                            "name or through set_config): what it reads might not be counted")
+        if privileged:
+            raise CountsOff("the role may SET track_counts (a parameter privilege): a query "
+                            "could turn the counts off")

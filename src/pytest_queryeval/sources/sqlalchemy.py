@@ -1166,9 +1166,12 @@ def _plan_relations(plan: object) -> frozenset[str]:
 
 
 def _counters_before(conn: Connection) -> dict[str, int]:
-    """The backend's counts of table reads so far (:func:`.pgreads.counters`), and a
-    savepoint for the statement counted after them (:func:`_counted_after`)."""
+    """The backend's counts of table reads so far (:func:`.pgreads.counters`), parallel
+    query off (:func:`.pgreads.serial`), and a savepoint for the statement counted after
+    them (:func:`_counted_after`)."""
     before = pgreads.counters(lambda sql: _unstreamed(conn, sql))
+    pgreads.serial(lambda sql: _unstreamed(conn, sql),
+                   (conn.dialect.server_version_info or (0,)) >= (15,))
     _unstreamed(conn, f"SAVEPOINT {pgreads.SAVEPOINT}")
     return before
 
