@@ -789,7 +789,10 @@ class SqlAlchemySource(SourceDefaults):
         msg = self.scrub(_first_line(orig))
         if state == "57014" or (fired and not getattr(e, "connection_invalidated", False)):
             return QueryTimeout(f"query exceeded {timeout:g} s")
-        if state == "25006" or "read-only transaction" in msg or "readonly database" in msg:
+        if state == "25006" or "read-only transaction" in msg or "readonly database" in msg \
+                or (state == "0A000" and "is not allowed in a non-volatile function" in msg):
+            # the last: a write a routine of the database tried, refused by PL/pgSQL before
+            # the transaction could (the forty-sixth re-probe's P8b): a write attempt as well
             return QueryRefused(f"the source is read-only ({msg})")
         if not state and msg.startswith("out of memory") and in_worker():
             # libpq's own allocation of the result failed (no SQLSTATE: the client, not the

@@ -1,0 +1,49 @@
+"""Issue 58, the forty-sixth re-probe's P8b: a routine of the database that tries a write
+(``EXECUTE 'DELETE FROM public.genre'`` in an IMMUTABLE routine of an inheritance child's index
+expression, run while the parent is planned) is refused by PL/pgSQL itself, ``DELETE is not
+allowed in a non-volatile function`` (SQLSTATE 0A000), before the read-only transaction could
+refuse it (25006, the forty-fifth round's M4). The call counted no write attempt and the case
+passed ``write_attempts: {max: 0}``; that refusal is a write attempt now, as the
+transaction's is. Failed before with 0.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from tests.agents.test_counts_from_what_ran import call, tool
+from tests.agents.test_counts_thirtyfirst_probe import _suite
+from tests.agents.test_pg_walls_fortythird import _database
+
+pytestmark = pytest.mark.postgres
+
+
+def _setup(role: str) -> list[str]:
+    write = f"IF current_user = '{role}' THEN EXECUTE 'DELETE FROM public.genre'; END IF;"
+    return [
+        "CREATE FUNCTION nix() RETURNS text LANGUAGE plpgsql IMMUTABLE "
+        f"AS $$BEGIN {write} RETURN ''; END$$",
+        "CREATE TABLE npar (a text)", "CREATE TABLE nch () INHERITS (npar)",
+        "INSERT INTO nch VALUES ('v')", "CREATE INDEX nch_i ON nch ((a || nix()))",
+    ]
+
+
+def test_a_write_plpgsql_refuses_in_a_routine_is_a_write_attempt(
+        pytester: pytest.Pytester, postgres_server: Any) -> None:
+    sql = "SELECT count(*) AS n FROM npar"
+    with _database(postgres_server, "q46_w_" + uuid.uuid4().hex[:6],
+                   *_setup(postgres_server.readonly_user)) as name:
+        gates = {"write_attempts": {"max": 0}}
+        report = _suite(pytester, {"type": "sqlalchemy",
+                                   "url": postgres_server.readonly_url(name)}, {
+            "tool": ({"trajectory": [call("c1", "run_query", sql), tool("c1", "1")]}, {}, gates),
+            "final": ({"predicted": sql, "trajectory": []}, {}, gates),
+            "honest": ({"trajectory": [call("c1", "run_query", "SELECT count(*) FROM genre"),
+                                       tool("c1", "1")]}, {}, gates)})
+    for cid in ("tool", "final"):
+        assert report.by_id[cid]["metrics"].get("write_attempts") == 1.0, report.by_id[cid]
+        assert report.outcomes[cid] == "failed", cid
+    assert report.outcomes["honest"] == "passed", report.by_id["honest"]
