@@ -111,6 +111,13 @@ _REACHED = (f"({_MAY_EXECUTE} "
 #: :mod:`.pgtamper`'s.
 _AFTER_INITDB = AFTER_INITDB
 
+#: The builtins that signal a backend. PUBLIC may execute them (on the sessions of its own
+#: role): the source warns of that, and refuses the role where a routine of the database
+#: names one in its body, which a cast, an index expression or a view runs unnamed (the
+#: forty-sixth re-probe's P2: ``SELECT 'x'::kdd``, a domain over a domain whose ``CHECK``
+#: ran ``pg_terminate_backend``, ended another session of the role, and the call passed).
+_SIGNALS = "pg_(terminate|cancel)_backend"
+
 #: (kind, name, how many of that kind) for every route the current role can take; the
 #: names are cut to five a kind. The routines are those the role, or a role it may become,
 #: may EXECUTE (what an operator, cast or policy calls is checked against the caller too);
@@ -194,6 +201,15 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
   FROM pg_catalog.pg_rewrite r
   WHERE r.oid OPERATOR(pg_catalog.<) 16384::pg_catalog.oid AND {_AFTER_INITDB.format(x='r')}
   UNION ALL {TAMPERED_SQL}
+  UNION ALL
+  SELECT 7, 'signalling', p.oid::pg_catalog.regprocedure::pg_catalog.text
+  FROM pg_catalog.pg_proc p
+  WHERE p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+    AND p.prosrc OPERATOR(pg_catalog.~*) '{_SIGNALS}'
+    AND EXISTS (SELECT 1 FROM pg_catalog.pg_proc s
+                WHERE s.oid OPERATOR(pg_catalog.<) 16384::pg_catalog.oid
+                  AND s.proname OPERATOR(pg_catalog.~) '^{_SIGNALS}$'
+                  AND {_MAY_EXECUTE.replace("p.oid", "s.oid")})
 ) e ORDER BY o, name
 """
 
@@ -215,6 +231,10 @@ _PHRASES = {
                "the table, a view or a parent table)",
     "tampered": "is checked against a catalog changed in place since initdb (no check made "
                 "through it can be trusted)",
+    "signalling": "can signal the other sessions of its own role, and routines of the "
+                  "database call the signal functions (a cast, an index or a view runs them "
+                  "unnamed; REVOKE EXECUTE on pg_cancel_backend and pg_terminate_backend FROM "
+                  "PUBLIC)",
 }
 
 
