@@ -1,13 +1,47 @@
 """Issue 58, the forty-sixth round of the Cypher kind under ``rehearse: false`` (the guard's
 refusal before sending is the only wall on a FalkorDB server).
 
+C6, C7, C8: a long text sent as cheap because it makes no row: 3,000 patterns over an empty
+label (``MATCH (n0:Nope), ..., (n2999:Nope)``) held a 3 s server some 14 s, 3,000 ``MATCH``
+clauses 11.8 s, one path of 3,000 var-length segments about 2 minutes, and a ``WHERE`` of
+6,000 comparisons joined by ``AND`` ran 5.2 s: FalkorDB plans them before any row, its
+timeout unchecked. The guard caps the clauses, the node patterns and the operators now.
+
 C4: ``collect(DISTINCT {name: p.name})`` was refused as a node named ``DISTINCT``.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
+from tests.cypher.test_cypher_fortyfourth import hostile_then_honest
+
+_PATTERNS = "node patterns"
+_CLAUSES = "clauses"
+_OPERATORS = "operators"
+
 #: (the query, a word of its refusal)
-REFUSED: dict[str, tuple[str, str]] = {}
+REFUSED = {
+    "c6-patterns": ("MATCH " + ", ".join(f"(n{i}:Nope)" for i in range(3000))
+                    + " RETURN count(*) AS c", _PATTERNS),
+    "c6-relationships": ("MATCH " + ", ".join(f"(a)-[:R{i}]->(b)" for i in range(3000))
+                         + " RETURN count(*) AS c", _PATTERNS),
+    "c6-matches": (" ".join(f"MATCH (n{i}:Nope)" for i in range(3000))
+                   + " RETURN count(*) AS c", _CLAUSES),
+    "c6-optional": ("MATCH (m:Movie) " + " ".join(f"OPTIONAL MATCH (m)-[:R{i}]->(n{i})"
+                                                  for i in range(2000))
+                    + " RETURN count(*) AS c", _CLAUSES),
+    "c6-calls": ("MATCH (m:Movie) " + " ".join(f"CALL {{ WITH m RETURN m.title AS t{i} }}"
+                                               for i in range(2000))
+                 + " RETURN count(*) AS c", _CLAUSES),
+    "c8-long-path": ("MATCH p=(a)" + "".join(f"-[*]-(x{i})" for i in range(3000))
+                     + " RETURN count(*) AS c", _PATTERNS),
+    "c7-and-chain": ("MATCH (m:Movie) WHERE " + " AND ".join(f"m.released <> {i}"
+                                                             for i in range(6000))
+                     + " RETURN count(m) AS c", _OPERATORS),
+}
 
 #: Honest queries beside them: sent (the C4 forms were refused before).
 SENT = [
@@ -15,6 +49,22 @@ SENT = [
     "collect(DISTINCT {name: p.name}) AS c",
     "MATCH (p:Person)-[:ACTED_IN]->(m:Movie) RETURN count(DISTINCT {n: p.name}) AS c",
     "MATCH (p:Person)-[:ACTED_IN]->(m:Movie) RETURN m.title AS t, collect(DISTINCT p.name) AS c",
+    "MATCH " + ", ".join(f"(n{i}:Movie {{title: 't{i}'}})" for i in range(20))
+    + " RETURN count(*) AS c",
+    "MATCH (m:Movie) WHERE " + " OR ".join(f"m.released = {1990 + i}" for i in range(100))
+    + " RETURN count(m) AS c",
+    "MATCH (m:Movie) WHERE m.released >= 1990 AND m.released < 2000 AND NOT m.title "
+    "STARTS WITH 'X' RETURN m.title AS t ORDER BY t",
 ]
 
 
+def test_the_long_texts_are_refused_and_the_honest_cases_after_them_pass(
+        pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """The C6 and C7 texts as predictions and as an agent's second ``run_query`` (the
+    patterns held the server past its timeout and the honest golds after them timed out) are
+    refused unsent (:func:`.test_cypher_fortyfourth.hostile_then_honest`)."""
+    hostile = {name: REFUSED[name][0] for name in ("c6-patterns", "c6-matches", "c7-and-chain")}
+    reasons = hostile_then_honest(pytester, tmp_path, hostile)
+    for name in hostile:
+        assert "refused" in reasons[f"p-{name}"], reasons[f"p-{name}"]
+        assert "refused" in reasons[f"a-{name}"], reasons[f"a-{name}"]
