@@ -7,6 +7,12 @@ clauses 11.8 s, one path of 3,000 var-length segments about 2 minutes, and a ``W
 6,000 comparisons joined by ``AND`` ran 5.2 s: FalkorDB plans them before any row, its
 timeout unchecked. The guard caps the clauses, the node patterns and the operators now.
 
+C1: a chain of variable-length segments was one pattern to the guard, so a sort of its paths
+was sent: ``MATCH p=(a)-[*]-(b)-[*]-(c)-[*]-(d)-[*]-(e) WITH p ORDER BY p`` held a 3 s server
+10 s (each segment multiplies the rows: 314, 7,610, 185,162 on the 13-node graph) and the
+honest gold after it timed out. Each segment past a pattern's first counts as a pattern of
+the product now.
+
 C4: ``collect(DISTINCT {name: p.name})`` was refused as a node named ``DISTINCT``.
 """
 
@@ -21,9 +27,24 @@ from tests.cypher.test_cypher_fortyfourth import hostile_then_honest
 _PATTERNS = "node patterns"
 _CLAUSES = "clauses"
 _OPERATORS = "operators"
+_PRODUCT = "product of"
+_CHAIN = "p=(a)-[*]-(b)-[*]-(c)-[*]-(d)-[*]-(e)"
 
 #: (the query, a word of its refusal)
 REFUSED = {
+    "c1-chain-sorted": (f"MATCH {_CHAIN} WITH p ORDER BY p RETURN count(*) AS n", _PRODUCT),
+    "c1-two-chains": ("MATCH p=(a)-[*]-(b)-[*]-(c), q=(c)-[*]-(d)-[*]-(e) WITH p, q "
+                      "ORDER BY q, p RETURN count(*) AS n", _PRODUCT),
+    "c1-in-a-subquery": (f"CALL {{ MATCH {_CHAIN} WITH p ORDER BY p RETURN count(*) AS n }} "
+                         "RETURN n", _PRODUCT),
+    "c1-bounded": ("MATCH p=(a)-[*1..9]-(b)-[*1..9]-(c)-[*1..9]-(d)-[*1..9]-(e) "
+                   "WITH p ORDER BY p RETURN count(*) AS n", _PRODUCT),
+    "c1-three-and-a-node": ("MATCH p=(a)-[*]-(b)-[*]-(c)-[*]-(d), (x:Movie) WITH p ORDER BY p "
+                            "RETURN count(*) AS n", _PRODUCT),
+    "c1-optional": (f"MATCH (z:Movie {{title: 'The Matrix'}}) OPTIONAL MATCH {_CHAIN} "
+                    "WITH p ORDER BY p RETURN count(*) AS n", _PRODUCT),
+    "c1-unwound-relationships": ("MATCH p=(a)-[*]-(b)-[*]-(c)-[*]-(d) UNWIND relationships(p) "
+                                 "AS r WITH r, p ORDER BY p RETURN count(*) AS c", _PRODUCT),
     "c6-patterns": ("MATCH " + ", ".join(f"(n{i}:Nope)" for i in range(3000))
                     + " RETURN count(*) AS c", _PATTERNS),
     "c6-relationships": ("MATCH " + ", ".join(f"(a)-[:R{i}]->(b)" for i in range(3000))
@@ -45,6 +66,13 @@ REFUSED = {
 
 #: Honest queries beside them: sent (the C4 forms were refused before).
 SENT = [
+    f"MATCH {_CHAIN} WITH p ORDER BY p LIMIT 10 RETURN count(*) AS n",
+    f"MATCH {_CHAIN} RETURN p LIMIT 5",
+    "MATCH p=(a)-[*]-(b) WITH p ORDER BY p RETURN count(*) AS n",
+    "MATCH p=(a)-[*]-(b)-[*]-(c) WITH p ORDER BY p RETURN count(*) AS n",
+    "MATCH p=(a)-[*]-(b)-[*]-(c) RETURN p",
+    "MATCH p=(a:Person {name:'Keanu Reeves'})-[*1..2]-(b) RETURN p",
+    "MATCH p=(a:Person {name:'Keanu Reeves'})-[*1..2]-(b) RETURN p ORDER BY length(p)",
     "MATCH (p:Person)-[:ACTED_IN]->(m:Movie) RETURN m.title AS t, "
     "collect(DISTINCT {name: p.name}) AS c",
     "MATCH (p:Person)-[:ACTED_IN]->(m:Movie) RETURN count(DISTINCT {n: p.name}) AS c",
@@ -60,10 +88,12 @@ SENT = [
 
 def test_the_long_texts_are_refused_and_the_honest_cases_after_them_pass(
         pytester: pytest.Pytester, tmp_path: Path) -> None:
-    """The C6 and C7 texts as predictions and as an agent's second ``run_query`` (the
-    patterns held the server past its timeout and the honest golds after them timed out) are
+    """The C1, C6 and C7 texts as predictions and as an agent's second ``run_query`` (each
+    held the server past its timeout and the honest golds after them timed out) are
     refused unsent (:func:`.test_cypher_fortyfourth.hostile_then_honest`)."""
-    hostile = {name: REFUSED[name][0] for name in ("c6-patterns", "c6-matches", "c7-and-chain")}
+    hostile = {name: REFUSED[name][0] for name in (
+        "c1-chain-sorted", "c1-unwound-relationships", "c6-patterns", "c6-matches",
+        "c7-and-chain")}
     reasons = hostile_then_honest(pytester, tmp_path, hostile)
     for name in hostile:
         assert "refused" in reasons[f"p-{name}"], reasons[f"p-{name}"]
