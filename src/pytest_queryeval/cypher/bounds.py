@@ -1450,7 +1450,7 @@ def _check_bytes(code: Sequence[Token], scopes: list[tuple[int, ...]], growth: d
     STARTS WITH 'The' RETURN collect(p.name)`` was refused, ``'The'`` counted as built once
     a collected name a row, 100,001,000,000 times)."""
     walked, evaluations = repeats
-    compared = _compared(code, scopes)
+    compared = _compared(code, scopes) | _pattern_filters(code, scopes)
     longest, at, at_times, chars, weight = 1, None, 1, 0, 0
     for k, tok in enumerate(code):
         if tok.kind == "string":
@@ -1474,6 +1474,25 @@ def _check_bytes(code: Sequence[Token], scopes: list[tuple[int, ...]], growth: d
                            f"{_count(at_times * max(1, rows))} times ({rows:,} rows): more "
                            f"than {MAX_BYTES:,} characters, which the server builds before any "
                            "timeout or memory cap")
+
+
+def _pattern_filters(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> frozenset[int]:
+    """The string literals that are a value of a ``MATCH`` pattern's property map (``(a:Person
+    {name: 'Keanu Reeves'})``): a filter the server compares each candidate with, as a
+    ``WHERE``'s literal, not a value it builds once a row; counted as built once a row of a
+    variable-length match, it refused ``MATCH p=(a:Person {name: 'Keanu Reeves'})-[*1..2]-(b)
+    RETURN nodes(p)`` (the forty-sixth re-probe's C2)."""
+    clauses = _clauses(code)
+    out: set[int] = set()
+    for k, tok in enumerate(code):
+        if tok.kind != "string" or len(scopes[k]) < 2 or clauses[k] != "MATCH" \
+                or code[k - 1].text != ":":
+            continue
+        brace, element = scopes[k][-1], scopes[k][-2]
+        if code[brace].text == "{" and code[element].text in ("(", "[") \
+                and _query_level(code, scopes, element):
+            out.add(k)
+    return frozenset(out)
 
 
 def _compared(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> frozenset[int]:
