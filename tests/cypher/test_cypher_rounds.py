@@ -11,12 +11,14 @@ from pytest_queryeval.errors import QueryRefused
 from tests.cypher import test_cypher_fortyfifth as fortyfifth
 from tests.cypher import test_cypher_fortyfirst as fortyfirst
 from tests.cypher import test_cypher_fortyfourth as fortyfourth
+from tests.cypher import test_cypher_fortysixth as fortysixth
 from tests.cypher import test_cypher_fortythird as fortythird
 from tests.cypher import test_cypher_thirtyninth as thirtyninth
 from tests.cypher.test_cypher_thirtyninth import _unrehearsed
 
 ROUNDS = {"thirtyninth": thirtyninth, "fortyfirst": fortyfirst, "fortythird": fortythird,
-          "fortyfourth": fortyfourth, "fortyfifth": fortyfifth}
+          "fortyfourth": fortyfourth, "fortyfifth": fortyfifth,
+          "fortysixth": fortysixth}
 _REFUSED = [(round_, name) for round_, module in ROUNDS.items() for name in sorted(module.REFUSED)]
 _SENT = [(round_, k) for round_, module in ROUNDS.items() for k in range(len(module.SENT))]
 

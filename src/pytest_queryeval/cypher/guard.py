@@ -300,6 +300,7 @@ def check_server(query: str, *, costs: bool = True, linear: bool = False) -> Non
     if costs:
         check_evaluation(code)
         check_regexes(code, linear_only=linear)
+        _check_size(code)
 
 
 def check_unbound(query: str) -> None:
@@ -370,6 +371,7 @@ def check_costs(query: str, *, linear: bool = False) -> None:
     code = _code(tokens(query))
     check_evaluation(code)
     check_regexes(code, linear_only=linear)
+    _check_size(code)
 
 
 def _dotted(code: list[Token], start: int) -> str | None:
@@ -493,6 +495,70 @@ def _check_nesting(code: list[Token]) -> None:
                                "exponential in the nesting, beyond any timeout")
         if opens:
             opened.append("CASE" if word == "CASE" else tok.text)
+
+
+#: The most clauses (:data:`_SIZED_CLAUSES`) a query sent to a server may have, the most node
+#: patterns its ``MATCH`` clauses may hold, and the most operators (``AND``, ``OR``,
+#: ``XOR``, ``NOT``, comparison and arithmetic signs, a pattern's arrows) it may use:
+#: FalkorDB plans them all before its first row, without checking its timeout, even when no
+#: row follows. Measured on a 3 s server (the forty-sixth re-probe's C6, C7):
+#: ``MATCH (n0:Nope), ..., (n2999:Nope)`` held it some 14 s (4,000 patterns 39 s; 500 took
+#: 0.24 s), 3,000 ``MATCH`` clauses 11.8 s, 2,000 ``CALL { WITH m RETURN ... }`` past the
+#: timeout, and a ``WHERE`` of 6,000 comparisons joined by ``AND`` ran 5.2 s (3,000: 1.3 s).
+#: An honest query has a few dozen of each.
+MAX_CLAUSES = 200
+MAX_NODE_PATTERNS = 200
+MAX_OPERATORS = 2_000
+#: The clause words :data:`MAX_CLAUSES` counts (``OPTIONAL MATCH`` is one, its ``MATCH``).
+_SIZED_CLAUSES = frozenset({"MATCH", "WITH", "UNWIND", "RETURN", "CALL", "WHERE", "ORDER",
+                            "SKIP", "LIMIT", "UNION", "YIELD"})
+_OPERATOR_WORDS = frozenset({"AND", "OR", "XOR", "NOT"})
+_OPERATOR_SIGNS = frozenset("+-*/%^=<>")
+
+
+def _check_size(code: list[Token]) -> None:
+    """Refuse a query past :data:`MAX_CLAUSES`, :data:`MAX_NODE_PATTERNS` or
+    :data:`MAX_OPERATORS`: the cost bounds weigh the rows and values a query makes, but
+    FalkorDB's work on a long text comes before any row (its timeout unchecked), so thousands
+    of patterns over an empty label were sent as cheap."""
+    words = [t for t in clause_words(code) if t.text.upper() in _SIZED_CLAUSES
+             or t.text.upper() in _OPERATOR_WORDS]
+    clauses = [t for t in words if t.text.upper() in _SIZED_CLAUSES]
+    operators = len(words) - len(clauses) + sum(
+        1 for t in code if t.kind == "punct" and t.text in _OPERATOR_SIGNS)
+    patterns = _node_patterns(code, {id(t) for t in clauses})
+    why = "FalkorDB plans them all before its first row, without checking its timeout"
+    if len(clauses) > MAX_CLAUSES:
+        raise QueryRefused(f"the query has {len(clauses):,} clauses (MATCH, WITH, WHERE, "
+                           f"CALL...), more than {MAX_CLAUSES}: {why}")
+    if patterns > MAX_NODE_PATTERNS:
+        raise QueryRefused(f"the query's MATCH clauses hold {patterns:,} node patterns, more "
+                           f"than {MAX_NODE_PATTERNS}: {why}")
+    if operators > MAX_OPERATORS:
+        raise QueryRefused(f"the query has {operators:,} operators (AND, OR, NOT, comparisons, "
+                           f"arithmetic, arrows), more than {MAX_OPERATORS:,}: {why}")
+
+
+def _node_patterns(code: list[Token], clauses: set[int]) -> int:
+    """How many node patterns (``(`` at a ``MATCH`` clause's own level) the ``MATCH``
+    clauses hold; ``clauses``: the ids of the clause words, each of which ends a ``MATCH``
+    at its level or above."""
+    count, depth = 0, 0
+    level: int | None = None  # the depth of the MATCH clause being read
+    for tok in code:
+        if id(tok) in clauses:
+            if tok.text.upper() == "MATCH":
+                level = depth
+            elif level is not None and depth <= level:
+                level = None
+        elif tok.kind == "punct" and tok.text in _OPEN:
+            count += depth == level and tok.text == "("
+            depth += 1
+        elif tok.kind == "punct" and tok.text in _CLOSE:
+            depth -= 1
+            if level is not None and depth < level:
+                level = None
+    return count
 
 
 def first_write(query: str) -> Token | None:

@@ -1,0 +1,114 @@
+"""Issue 58, the forty-sixth round of the Cypher kind under ``rehearse: false`` (the guard's
+refusal before sending is the only wall on a FalkorDB server).
+
+C6, C7, C8: a long text sent as cheap because it makes no row: 3,000 patterns over an empty
+label (``MATCH (n0:Nope), ..., (n2999:Nope)``) held a 3 s server some 14 s, 3,000 ``MATCH``
+clauses 11.8 s, one path of 3,000 var-length segments about 2 minutes, and a ``WHERE`` of
+6,000 comparisons joined by ``AND`` ran 5.2 s: FalkorDB plans them before any row, its
+timeout unchecked. The guard caps the clauses, the node patterns and the operators now.
+
+C1: a chain of variable-length segments was one pattern to the guard, so a sort of its paths
+was sent: ``MATCH p=(a)-[*]-(b)-[*]-(c)-[*]-(d)-[*]-(e) WITH p ORDER BY p`` held a 3 s server
+10 s (each segment multiplies the rows: 314, 7,610, 185,162 on the 13-node graph) and the
+honest gold after it timed out. Each segment past a pattern's first counts as a pattern of
+the product now.
+
+C2: a string in a variable-length pattern's property map (``MATCH p=(a:Person {name: 'Keanu
+Reeves'})-[*1..2]-(b) RETURN nodes(p)``) was counted as built once a value of each row's
+list, 100,001,000 times; it is a filter, compared as a ``WHERE``'s literal is.
+
+C4: ``collect(DISTINCT {name: p.name})`` was refused as a node named ``DISTINCT``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.cypher.test_cypher_fortyfourth import hostile_then_honest
+
+_PATTERNS = "node patterns"
+_CLAUSES = "clauses"
+_OPERATORS = "operators"
+_PRODUCT = "product of"
+_CHAIN = "p=(a)-[*]-(b)-[*]-(c)-[*]-(d)-[*]-(e)"
+
+#: (the query, a word of its refusal)
+REFUSED = {
+    "c1-chain-sorted": (f"MATCH {_CHAIN} WITH p ORDER BY p RETURN count(*) AS n", _PRODUCT),
+    "c1-two-chains": ("MATCH p=(a)-[*]-(b)-[*]-(c), q=(c)-[*]-(d)-[*]-(e) WITH p, q "
+                      "ORDER BY q, p RETURN count(*) AS n", _PRODUCT),
+    "c1-in-a-subquery": (f"CALL {{ MATCH {_CHAIN} WITH p ORDER BY p RETURN count(*) AS n }} "
+                         "RETURN n", _PRODUCT),
+    "c1-bounded": ("MATCH p=(a)-[*1..9]-(b)-[*1..9]-(c)-[*1..9]-(d)-[*1..9]-(e) "
+                   "WITH p ORDER BY p RETURN count(*) AS n", _PRODUCT),
+    "c1-three-and-a-node": ("MATCH p=(a)-[*]-(b)-[*]-(c)-[*]-(d), (x:Movie) WITH p ORDER BY p "
+                            "RETURN count(*) AS n", _PRODUCT),
+    "c1-optional": (f"MATCH (z:Movie {{title: 'The Matrix'}}) OPTIONAL MATCH {_CHAIN} "
+                    "WITH p ORDER BY p RETURN count(*) AS n", _PRODUCT),
+    "c1-unwound-relationships": ("MATCH p=(a)-[*]-(b)-[*]-(c)-[*]-(d) UNWIND relationships(p) "
+                                 "AS r WITH r, p ORDER BY p RETURN count(*) AS c", _PRODUCT),
+    "c6-patterns": ("MATCH " + ", ".join(f"(n{i}:Nope)" for i in range(3000))
+                    + " RETURN count(*) AS c", _PATTERNS),
+    "c6-relationships": ("MATCH " + ", ".join(f"(a)-[:R{i}]->(b)" for i in range(3000))
+                         + " RETURN count(*) AS c", _PATTERNS),
+    "c6-matches": (" ".join(f"MATCH (n{i}:Nope)" for i in range(3000))
+                   + " RETURN count(*) AS c", _CLAUSES),
+    "c6-optional": ("MATCH (m:Movie) " + " ".join(f"OPTIONAL MATCH (m)-[:R{i}]->(n{i})"
+                                                  for i in range(2000))
+                    + " RETURN count(*) AS c", _CLAUSES),
+    "c6-calls": ("MATCH (m:Movie) " + " ".join(f"CALL {{ WITH m RETURN m.title AS t{i} }}"
+                                               for i in range(2000))
+                 + " RETURN count(*) AS c", _CLAUSES),
+    "c8-long-path": ("MATCH p=(a)" + "".join(f"-[*]-(x{i})" for i in range(3000))
+                     + " RETURN count(*) AS c", _PATTERNS),
+    "c7-and-chain": ("MATCH (m:Movie) WHERE " + " AND ".join(f"m.released <> {i}"
+                                                             for i in range(6000))
+                     + " RETURN count(m) AS c", _OPERATORS),
+    # the same under the 64 KiB an agent's query may have
+    "c7-short-terms": ("MATCH (n:Movie) WHERE " + " AND ".join(f"n.r<>{i}" for i in range(4000))
+                       + " RETURN count(n) AS c", _OPERATORS),
+}
+
+#: Honest queries beside them: sent (the C2 and C4 forms were refused before).
+SENT = [
+    "MATCH p=(a:Person {name: 'Keanu Reeves'})-[*1..2]-(b) RETURN nodes(p) AS ns",
+    "MATCH p=(a:Person {name: 'Keanu Reeves'})-[*1..2]-(b) RETURN relationships(p) AS r",
+    "MATCH p=(a:Person {name:'Keanu Reeves'})-[*1..3]-(b) "
+    "RETURN [n IN nodes(p) | coalesce(n.name, n.title)] AS path",
+    "MATCH p=(a:Person {name:'Keanu Reeves'})-[*1..2]-(b) "
+    "RETURN [r IN relationships(p) | type(r)] AS types",
+    "MATCH (m:Movie {title: 'The Matrix'}) MATCH p=(m)-[*1..2]-(x) RETURN nodes(p) AS ns LIMIT 5",
+    f"MATCH {_CHAIN} WITH p ORDER BY p LIMIT 10 RETURN count(*) AS n",
+    f"MATCH {_CHAIN} RETURN p LIMIT 5",
+    "MATCH p=(a)-[*]-(b) WITH p ORDER BY p RETURN count(*) AS n",
+    "MATCH p=(a)-[*]-(b)-[*]-(c) WITH p ORDER BY p RETURN count(*) AS n",
+    "MATCH p=(a)-[*]-(b)-[*]-(c) RETURN p",
+    "MATCH p=(a:Person {name:'Keanu Reeves'})-[*1..2]-(b) RETURN p",
+    "MATCH p=(a:Person {name:'Keanu Reeves'})-[*1..2]-(b) RETURN p ORDER BY length(p)",
+    "MATCH (p:Person)-[:ACTED_IN]->(m:Movie) RETURN m.title AS t, "
+    "collect(DISTINCT {name: p.name}) AS c",
+    "MATCH (p:Person)-[:ACTED_IN]->(m:Movie) RETURN count(DISTINCT {n: p.name}) AS c",
+    "MATCH (p:Person)-[:ACTED_IN]->(m:Movie) RETURN m.title AS t, collect(DISTINCT p.name) AS c",
+    "MATCH " + ", ".join(f"(n{i}:Movie {{title: 't{i}'}})" for i in range(20))
+    + " RETURN count(*) AS c",
+    "MATCH (m:Movie) WHERE " + " OR ".join(f"m.released = {1990 + i}" for i in range(100))
+    + " RETURN count(m) AS c",
+    "MATCH (m:Movie) WHERE m.released >= 1990 AND m.released < 2000 AND NOT m.title "
+    "STARTS WITH 'X' RETURN m.title AS t ORDER BY t",
+]
+
+
+def test_the_long_texts_are_refused_and_the_honest_cases_after_them_pass(
+        pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """The C1, C6 and C7 texts as predictions and as an agent's second ``run_query`` (each
+    held the server past its timeout and the honest golds after them timed out) are
+    refused unsent (:func:`.test_cypher_fortyfourth.hostile_then_honest`)."""
+    hostile = {name: REFUSED[name][0] for name in (
+        "c1-chain-sorted", "c1-unwound-relationships", "c6-patterns", "c6-matches",
+        "c7-short-terms")}
+    reasons = hostile_then_honest(pytester, tmp_path, hostile)
+    for name in hostile:
+        assert "refused" in reasons[f"p-{name}"], reasons[f"p-{name}"]
+        assert "refused" in reasons[f"a-{name}"], reasons[f"a-{name}"]
