@@ -79,14 +79,14 @@ def hidden(postgres_server: Any) -> Any:
         yield name
 
 
-@pytest.mark.parametrize("form", sorted(FORMS))
-def test_a_read_a_routine_makes_while_planning_or_casting_counts(
-        postgres_server: Any, hidden: str, form: str) -> None:
+def assert_counted(postgres_server: Any, database: str, form: str) -> None:
+    """:data:`FORMS`' ``form`` on ``database`` counts ``employee`` as read: replayed, and
+    unrun and as the final query where planning runs the routine; the honest query not."""
     pytest.importorskip("sqlalchemy")
     from pytest_queryeval.sources.sqlalchemy import SqlAlchemySource
 
     sql, planned = FORMS[form]
-    source = SqlAlchemySource("pg", postgres_server.readonly_url(hidden), isolation="thread")
+    source = SqlAlchemySource("pg", postgres_server.readonly_url(database), isolation="thread")
     try:
         replayed, unrun, final = _counts(source, "employee", sql)
         assert replayed == 1.0  # the call ran: its reply was every last name
@@ -95,6 +95,12 @@ def test_a_read_a_routine_makes_while_planning_or_casting_counts(
         assert _counts(source, "employee", _HONEST) == (0.0, 0.0, 0.0)
     finally:
         source.close()
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_a_read_a_routine_makes_while_planning_or_casting_counts(
+        postgres_server: Any, hidden: str, form: str) -> None:
+    assert_counted(postgres_server, hidden, form)
 
 
 def test_end_to_end_the_calls_and_final_queries_fail_the_gate(

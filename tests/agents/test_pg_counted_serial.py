@@ -22,8 +22,7 @@ import pytest
 
 from tests.agents.test_counts_from_what_ran import call, tool
 from tests.agents.test_counts_thirtyfirst_probe import GATES, _suite
-from tests.agents.test_counts_thirtysixth import _counts
-from tests.agents.test_pg_counted_reads import _HONEST, FORMS, _setup
+from tests.agents.test_pg_counted_reads import _HONEST, FORMS, _setup, assert_counted
 from tests.agents.test_pg_walls_fortythird import _database
 
 pytestmark = pytest.mark.postgres
@@ -73,19 +72,7 @@ def parallel(postgres_server: Any) -> Any:
 @pytest.mark.parametrize("form", sorted(FORMS))
 def test_a_read_in_a_parallel_worker_counts(postgres_server: Any, parallel: str,
                                            form: str) -> None:
-    pytest.importorskip("sqlalchemy")
-    from pytest_queryeval.sources.sqlalchemy import SqlAlchemySource
-
-    sql, planned = FORMS[form]
-    source = SqlAlchemySource("pg", postgres_server.readonly_url(parallel), isolation="thread")
-    try:
-        replayed, unrun, final = _counts(source, "employee", sql)
-        assert replayed == 1.0
-        if planned:
-            assert (unrun, final) == (1.0, 1.0)
-        assert _counts(source, "employee", _HONEST) == (0.0, 0.0, 0.0)
-    finally:
-        source.close()
+    assert_counted(postgres_server, parallel, form)
 
 
 def test_a_routine_that_can_turn_parallel_query_on_leaves_the_counts_unknown(

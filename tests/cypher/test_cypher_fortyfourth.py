@@ -210,12 +210,12 @@ def _call(cid: str, query: str) -> list[dict[str, object]]:
 
 
 def hostile_then_honest(pytester: pytest.Pytester, tmp_path: Path,
-                        hostile: dict[str, str]) -> dict[str, str]:
+                        hostile: dict[str, str], said: str = "refused") -> dict[str, str]:
     """Each ``hostile`` text as a prediction (``p-<name>``) and as an agent's second
     ``run_query`` (``a-<name>``), between honest cases (``h0`` to ``h3``), end to end with
     ``rehearse: false`` and a 3 s timeout on a server of its own: asserts the honest cases
-    pass, each prediction fails, and the server runs nothing after the suite; every case's
-    report, by id."""
+    pass, each prediction fails, both reports of each text hold ``said``, and the server
+    runs nothing after the suite; every case's report, by id."""
     require()
     runs = {"h0": {"predicted": _COUNT, "trajectory": _call("a", _COUNT)}}
     for name, query in hostile.items():
@@ -235,6 +235,8 @@ def hostile_then_honest(pytester: pytest.Pytester, tmp_path: Path,
     reasons = {cid: str(report.by_id[cid]) for cid in report.outcomes}
     for name in hostile:
         assert report.outcomes[f"p-{name}"] == "failed", reasons[f"p-{name}"]
+        assert said in reasons[f"p-{name}"], reasons[f"p-{name}"]
+        assert said in reasons[f"a-{name}"], reasons[f"a-{name}"]
     for cid in ("h0", "h1", "h2", "h3"):
         assert report.outcomes[cid] == "passed", reasons[cid]
     return reasons
@@ -246,7 +248,4 @@ def test_the_hostile_cases_and_calls_are_refused_and_the_honest_ones_after_pass(
     after two of them timed out; the agent case passed while the server was held) are
     refused unsent (:func:`hostile_then_honest`)."""
     hostile = {name: REFUSED[name][0] for name in ("s1-slices", "s3-comprehension")}
-    reasons = hostile_then_honest(pytester, tmp_path, hostile)
-    for name in hostile:
-        assert _COPIED in reasons[f"p-{name}"], reasons[f"p-{name}"]
-        assert _COPIED in reasons[f"a-{name}"], reasons[f"a-{name}"]
+    hostile_then_honest(pytester, tmp_path, hostile, _COPIED)
