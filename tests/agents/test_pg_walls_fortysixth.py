@@ -1,0 +1,103 @@
+"""The forty-sixth re-probe's PostgreSQL findings P3, P4, P8 and P10 (each test failed before
+its fix).
+
+P3: a forbidden partitioned table read through a routine counted 0: the backend's counters
+name its partitions only (a partitioned table has no storage), and a partition or an
+inheritance child read so counted nothing of its parent. The counters now count a relation's
+reads as each of its ancestors' too (``pg_inherits``).
+
+P4: a materialized view of employee read through a routine counted no read of employee (the
+counters name ``public.emv``, and nothing mapped it to the tables it copies, as the plan's
+account does). The ledger now expands what the counters name through the catalog, as it
+expands the plan's names.
+
+P8, P10: a cast to a domain over a domain (``'x'::cwdd``, cwdd over cwd) ran cwd's
+``CHECK`` routine, which the catalog's reading of routines never reached: a write it caught
+and a read before a sleep past the timeout counted nothing. The catalog now follows a
+domain's base type and an array's element type to every ``CHECK`` routine under it. And a
+counted call that times out is counted as far as it ran (the counters are read once the
+server's cancel is rolled back), or, when they cannot be, leaves the count unestablished.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.agents.test_pg_walls_fortythird import _database
+
+pytestmark = pytest.mark.postgres
+
+
+def _setup(role: str) -> list[str]:
+    """Partitions, an inheritance child, a materialized view of employee, and routines run
+    through domains over domains, each acting only for ``role`` (the setup's superuser runs
+    them without effect)."""
+    mine = f"IF current_user = '{role}' THEN"
+    return [
+        "CREATE TABLE staff (id int, name text) PARTITION BY LIST (id)",
+        "CREATE TABLE staff_a PARTITION OF staff FOR VALUES IN (1)",
+        "CREATE TABLE staff_b PARTITION OF staff FOR VALUES IN (2)",
+        "INSERT INTO staff VALUES (1, 'Alice'), (2, 'Bob')",
+        "CREATE TABLE people (id int, name text)",
+        "CREATE TABLE people_c (extra int) INHERITS (people)",
+        "INSERT INTO people_c VALUES (1, 'Carol', 0)",
+        "CREATE MATERIALIZED VIEW emv AS SELECT last_name FROM employee",
+        # a write the routine catches (the server's read-only refusal swallowed)
+        "CREATE FUNCTION cw(text) RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$BEGIN "
+        f"{mine} BEGIN EXECUTE 'DELETE FROM public.genre'; EXCEPTION WHEN OTHERS THEN "
+        "RAISE NOTICE 'caught: %', SQLERRM; END; END IF; RETURN true; END$$",
+        "CREATE DOMAIN cwd AS text CHECK (cw(VALUE))",
+        "CREATE DOMAIN cwdd AS cwd",
+        "CREATE DOMAIN cwda AS cwd[]",
+        # a read of employee, named, then a sleep past the datasource's timeout
+        "CREATE FUNCTION rs2(text) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$DECLARE "
+        f"r text; BEGIN {mine} SELECT string_agg(last_name, ',') INTO r FROM public.employee; "
+        "PERFORM pg_catalog.pg_sleep(6); END IF; RETURN true; END$$",
+        "CREATE DOMAIN rsd2 AS text CHECK (rs2(VALUE))",
+        "CREATE DOMAIN rsdd2 AS rsd2",
+    ]
+
+
+@pytest.fixture(scope="module")
+def hostile(postgres_server: Any) -> Iterator[str]:
+    """The database of :func:`_setup`, one for the module."""
+    with _database(postgres_server, "q46_" + uuid.uuid4().hex[:6],
+                   *_setup(postgres_server.readonly_user)) as name:
+        yield name
+
+
+def _source(server: Any, database: str, isolation: str = "thread") -> Any:
+    pytest.importorskip("sqlalchemy")
+    from pytest_queryeval.sources.sqlalchemy import SqlAlchemySource
+
+    return SqlAlchemySource("pg", server.readonly_url(database), isolation=isolation)
+
+
+def _counted_read(source: Any, sql: str) -> set[str]:
+    """The tables the backend counted as ``sql`` ran, as an agent case's call runs it."""
+    from pytest_queryeval.sources import pgreads
+
+    with pgreads.counted():
+        table = source.execute(sql)
+    return set(table.meta["read"])
+
+
+def test_a_partitions_and_an_inheritance_childs_reads_are_their_parents(
+        postgres_server: Any, hostile: str) -> None:
+    """P3. Before: ``{'public.staff_a'}``, ``{'public.staff_a', 'public.staff_b'}`` and
+    ``{'public.people_c'}``: the parent never counted."""
+    source = _source(postgres_server, hostile)
+    try:
+        assert _counted_read(source, "SELECT name FROM staff_a") >= {
+            "public.staff_a", "public.staff"}
+        assert _counted_read(source, "SELECT name FROM staff") >= {
+            "public.staff_a", "public.staff_b", "public.staff"}
+        assert _counted_read(source, "SELECT name FROM people_c") >= {
+            "public.people_c", "public.people"}
+        assert "public.staff" not in _counted_read(source, "SELECT count(*) FROM genre")
+    finally:
+        source.close()
