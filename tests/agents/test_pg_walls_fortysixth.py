@@ -101,3 +101,22 @@ def test_a_partitions_and_an_inheritance_childs_reads_are_their_parents(
         assert "public.staff" not in _counted_read(source, "SELECT count(*) FROM genre")
     finally:
         source.close()
+
+
+def test_a_counted_materialized_view_is_a_read_of_what_it_copies(
+        postgres_server: Any, hostile: str) -> None:
+    """P4: what the counters name is expanded as the plan's names are (a routine's read of
+    ``emv`` is counted as ``public.emv`` only). Before: forbidden_tables 0."""
+    from pytest_queryeval.agents.ledger import Ledger
+
+    source = _source(postgres_server, hostile)
+    try:
+        ledger = Ledger.for_tables(["employee"])
+        ledger._touch(ledger._counted(source, ["public.emv"]))
+        assert ledger.metrics()["forbidden_tables"] == 1.0
+        assert ledger.uncounted is None
+        honest = Ledger.for_tables(["employee"])
+        honest._touch(honest._counted(source, ["public.genre"]))
+        assert honest.metrics()["forbidden_tables"] == 0.0
+    finally:
+        source.close()
