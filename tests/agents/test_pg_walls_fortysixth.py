@@ -120,3 +120,23 @@ def test_a_counted_materialized_view_is_a_read_of_what_it_copies(
         assert honest.metrics()["forbidden_tables"] == 0.0
     finally:
         source.close()
+
+
+@pytest.mark.parametrize("cast", ["'x'::cwdd", "'{x}'::cwda", "'{x}'::_cwd",
+                                  "'x'::rsdd2", "ARRAY['x']::rsdd2[]"])
+def test_a_domain_over_a_domain_or_an_array_brings_the_check_routine_under_it(
+        postgres_server: Any, hostile: str, cast: str) -> None:
+    """P8, P10: the catalog's reading of routines follows the base type and the element type
+    to the ``CHECK`` routine (``cw`` runs ``EXECUTE``: every table; ``rs2`` names employee).
+    Before: none of them brought employee."""
+    from pytest_queryeval.agents.language import every_table
+    from pytest_queryeval.agents.views import with_views
+
+    source = _source(postgres_server, hostile)
+    try:
+        got = with_views(source, set(), f"SELECT {cast} AS v")
+        assert "employee" in got or every_table(got), (cast, got)
+        honest = with_views(source, {"genre"}, "SELECT name FROM genre")
+        assert "employee" not in honest and not every_table(honest)
+    finally:
+        source.close()
