@@ -27,6 +27,8 @@ from typing import Any
 
 import pytest
 
+from tests.agents.test_counts_from_what_ran import call, tool
+from tests.agents.test_counts_thirtyfirst_probe import GATES, _suite
 from tests.agents.test_pg_walls_fortythird import _database
 
 pytestmark = pytest.mark.postgres
@@ -140,3 +142,77 @@ def test_a_domain_over_a_domain_or_an_array_brings_the_check_routine_under_it(
         assert "employee" not in honest and not every_table(honest)
     finally:
         source.close()
+
+
+def test_a_counted_call_that_times_out_is_counted_as_far_as_it_ran(
+        postgres_server: Any, hostile: str) -> None:
+    """P10: the server's cancel is rolled back to the statement's savepoint and the counters
+    read then, through the worker too. Before: a plain timeout, its reads lost."""
+    from pytest_queryeval.errors import CountedTimeout
+    from pytest_queryeval.sources import pgreads
+
+    source = _source(postgres_server, hostile, isolation="process")
+    try:
+        with pgreads.counted(), pytest.raises(CountedTimeout) as caught:
+            source.execute("SELECT last_name, pg_sleep(5) FROM employee", timeout=1)
+        assert "public.employee" in caught.value.tables
+    finally:
+        source.close()
+
+
+class _TimesOut:
+    """A PostgreSQL source whose call timed out and whose counts could not be read after it
+    (its connection dropped): a plain :class:`QueryTimeout`."""
+
+    type = "sqlalchemy"
+    dialect = "postgres"
+    backend = "postgresql"
+
+    def tables_read(self, sql: str, *, timeout: float | None = None) -> frozenset[str]:
+        return frozenset({"public.genre"})
+
+    def execute(self, sql: str, **kwargs: Any) -> Any:
+        from pytest_queryeval.errors import QueryTimeout
+        from pytest_queryeval.results import ResultTable
+
+        if kwargs.get("trusted"):  # the catalog's read: nothing in it
+            return ResultTable(["s", "n", "d", "h"], [])
+        raise QueryTimeout("query exceeded 1 s (the backend was terminated)")
+
+
+def test_a_call_whose_counts_were_lost_leaves_the_count_unestablished() -> None:
+    """P10: unless every forbidden table is counted already. Before: forbidden_tables 0."""
+    from pytest_queryeval.agents.ledger import Ledger
+    from pytest_queryeval.errors import QueryTimeout
+
+    for forbidden, lost in ((["employee"], True), (["genre"], False)):
+        ledger = Ledger.for_tables(forbidden)
+        with pytest.raises(QueryTimeout):
+            ledger.run_query(_TimesOut(), "SELECT 1 FROM genre", max_rows=5)  # type: ignore[arg-type]
+        assert (ledger.uncounted is not None) is lost, ledger.uncounted
+        if lost:
+            assert "could not be established" in str(ledger.uncounted)
+
+
+def test_end_to_end_the_hostile_calls_fail_and_the_honest_one_passes(
+        pytester: pytest.Pytester, postgres_server: Any, hostile: str) -> None:
+    """The probes' replayed calls (``timeout: 2``). Before: each passed with 0."""
+    forms = {"caught-dd": ("SELECT 'x'::cwdd AS v", "employee"),
+             "caught-array": ("SELECT '{x}'::cwda AS v", "employee"),
+             "sleep-dd": ("SELECT 'x'::rsdd2 AS v", "employee"),
+             "partitioned": ("SELECT string_agg(name, ',') FROM staff_a", "staff"),
+             "child": ("SELECT string_agg(name, ',') FROM people_c", "people"),
+             "honest": ("SELECT count(*) FROM genre", "employee")}
+    cases = {f"tool-{name}": ({"trajectory": [call("c1", "run_query", sql), tool("c1", "x")]},
+                              {"forbidden_tables": [table]}, GATES)
+             for name, (sql, table) in forms.items()}
+    report = _suite(pytester, {"type": "sqlalchemy", "timeout": 2,
+                               "url": postgres_server.readonly_url(hostile)}, cases)
+    for cid in cases:
+        counted = report.by_id[cid]["metrics"].get("forbidden_tables")
+        if cid.endswith("-honest"):
+            assert report.outcomes[cid] == "passed", report.by_id[cid]
+            assert counted == 0.0
+        else:
+            assert report.outcomes[cid] == "failed", (cid, report.by_id[cid])
+            assert counted == 1.0, (cid, report.by_id[cid])
