@@ -96,6 +96,22 @@ class QueryTimeout(QueryEvalError):
     prefix = "timeout"
 
 
+class CountedTimeout(QueryTimeout):
+    """The timeout of a statement whose reads the engine counted as it ran
+    (:mod:`~.sources.pgreads`), with :attr:`tables`, the tables it read before it was
+    cancelled: a routine that read ``employee`` and then slept past the timeout was counted
+    as no read (the forty-sixth re-probe's P10). A timeout of a counted statement whose
+    counts could not be read after it is a plain :class:`QueryTimeout`, and leaves the
+    count unestablished."""
+
+    def __init__(self, message: str, tables: frozenset[str]) -> None:
+        super().__init__(message)
+        self.tables = tables
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return type(self), (str(self), self.tables)
+
+
 class QueryFailed(QueryEvalError):
     """The engine rejected the query (syntax error, unknown table...)."""
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (
+    CountedTimeout,
     CountUnknown,
     FormRefused,
     PartlyRead,
@@ -183,11 +184,10 @@ class Ledger:
             self._unparsed(sql, sql_source)
             raise
         except (QueryTimeout, QueryFailed) as exc:
-            if isinstance(exc, PartlyRead):  # what it read before it failed, engine-counted
-                self._touch(_last_names(exc.tables))
+            self._ended(source, sql, exc)  # what it read before it ended
             self._unfinished(source, sql, sql_source, isinstance(exc, QueryTimeout))
             raise
-        self._touch(_last_names(table.meta.get("read", ())))  # counted as it ran (.pgreads)
+        self._touch(self._counted(source, table.meta.get("read", ())))  # as it ran (.pgreads)
         self._ran(sql, table, max_rows)
         return table
 
@@ -270,11 +270,44 @@ class Ledger:
                 self._touch(self._viewed(source, sql, dialect))
             if refusal is not None:
                 self._computed(refusal)
-            self._touch(_last_names(read))  # what the engine counted as it ran (.pgreads)
+            self._touch(self._counted(source, read))  # the engine counted it as it ran
             try:
                 self._touch(tables_read(source, sql, sql_source, timeout))
             except CountUnknown as exc:
                 self.uncount(f"the agent's counts could not be established: {exc.reason()}")
+
+    def _counted(self, source: DataSource, names: Iterable[str]) -> set[str]:
+        """The tables the engine counted as a statement ran (:mod:`~..sources.pgreads`), with
+        the relations each brings as the plan's account brings them (:func:`~.views.with_views`):
+        a materialized view's counts are its own, not its sources', and a routine reading
+        ``emv``, a materialized view of employee, counted no read of employee while ``SELECT
+        last_name FROM emv`` did (the forty-sixth re-probe's P4). A catalog that cannot be
+        read leaves the count unestablished."""
+        from .views import with_views
+
+        read = {str(n).lower() for n in names}
+        if not read or not self.forbidden:
+            return _last_names(read)
+        try:
+            read = with_views(source, read)
+        except CountUnknown as exc:
+            self.uncount(f"the agent's counts could not be established: {exc.reason()}")
+        return _last_names(read)
+
+    def _ended(self, source: DataSource, sql: str, exc: QueryEvalError) -> None:
+        """A call that failed or timed out: the tables the engine counted as read before it
+        ended (:class:`PartlyRead`, :class:`CountedTimeout`). One that timed out on a source
+        whose reads are counted as they run (PostgreSQL's, :mod:`~..sources.pgreads`) with
+        its counts not read after it (its connection dropped, its worker killed) read what
+        no one knows, so the count is unestablished unless every forbidden table is counted
+        already. It was 0: a routine read employee, then slept past the timeout (the
+        forty-sixth re-probe's P10)."""
+        if isinstance(exc, PartlyRead | CountedTimeout):
+            self._touch(self._counted(source, exc.tables))
+        elif isinstance(exc, QueryTimeout) and getattr(source, "backend", None) == \
+                "postgresql" and set(self.forbidden) - self.touched:
+            self.uncount(f"the agent's counts could not be established: a call timed out "
+                         f"before the tables it read were counted: {_short(sql)}")
 
     def _named(self, sql: str) -> set[str]:
         """The forbidden tables ``sql`` names anywhere in its text, as a name or a quoted text

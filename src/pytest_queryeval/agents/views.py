@@ -220,6 +220,17 @@ _CATALOGS: dict[str, str] = {
         f"SELECT n.nspname::text, t.typname::text, 'SELECT ' || pg_get_constraintdef(c.oid), "
         f"'domain' FROM pg_constraint c JOIN pg_type t ON t.oid = c.contypid "
         f"JOIN pg_namespace n ON n.oid = t.typnamespace WHERE {_own('t.oid')}",
+        # a domain over a domain runs its base's checks too, and a domain over an array, or an
+        # array, of a domain its element's: each names the type under it, all the way down
+        # (``'x'::cwdd``, cwdd over cwd, ran cwd's CHECK routine, which read, wrote and slept
+        # unread: the forty-sixth re-probe's P8, P10)
+        f"SELECT n.nspname::text, t.typname::text, 'SELECT NULL::' || quote_ident(bn.nspname) "
+        f"|| '.' || quote_ident(b.typname), 'domain' FROM pg_type t "
+        f"JOIN pg_namespace n ON n.oid = t.typnamespace JOIN pg_type b "
+        f"ON b.oid OPERATOR(pg_catalog.=) ANY (ARRAY[t.typbasetype, t.typelem]::pg_catalog.oid[])"
+        f" JOIN pg_namespace bn ON bn.oid = b.typnamespace "
+        f"WHERE (t.typtype = 'd' OR t.typcategory = 'A') AND (bn.nspname NOT IN {_SYSTEM} "
+        f"OR b.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid)",
         # a row type (a table's too) runs the checks of the domains its columns are of when a
         # value is cast to it, the domain unnamed (``ROW('x')::c43``: R5): it names them
         f"SELECT n.nspname::text, t.typname::text, 'SELECT NULL::' || quote_ident(an.nspname) "

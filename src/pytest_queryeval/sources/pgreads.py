@@ -49,30 +49,39 @@ SAVEPOINT = "queryeval_counted"
 
 #: Each relation outside the system schemas with something counted in this transaction: by
 #: its table (an index's and a TOAST table's counts are their table's: an index-only scan
-#: reads no block of the table), schema-qualified, and the sum of its counts. Fully
-#: qualified: a query may have changed ``search_path`` before a reading that is not
-#: rolled back.
-_COUNTERS_SQL = """
+#: reads no block of the table), schema-qualified, and the sum of its counts; and by each of
+#: its ancestors, a partition's partitioned tables and an inheritance child's parents
+#: (``pg_inherits``, all the way up): a partitioned table has no storage, so its counts are
+#: its partitions', and a forbidden ``staff`` read through a routine counted only
+#: ``staff_a`` and ``staff_b``, as did a read of the partition alone, which the plan's and
+#: the text's accounts count as the parent's (the forty-sixth re-probe's P3). Fully
+#: qualified: a query may have changed ``search_path`` before a reading that is not rolled
+#: back.
+_COUNT = """pg_catalog.pg_stat_get_xact_numscans(s.oid)
+         OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_xact_blocks_fetched(s.oid)
+         OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_xact_tuples_returned(s.oid)
+         OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_xact_tuples_fetched(s.oid)"""
+_COUNTERS_SQL = f"""
+WITH RECURSIVE counted (rel, n) AS (
+  SELECT COALESCE(i.indrelid, o.oid, s.oid), {_COUNT}
+  FROM pg_catalog.pg_class s
+  LEFT JOIN pg_catalog.pg_index i ON i.indexrelid OPERATOR(pg_catalog.=) s.oid
+  LEFT JOIN pg_catalog.pg_class o ON o.reltoastrelid OPERATOR(pg_catalog.=) s.oid
+    AND s.relkind OPERATOR(pg_catalog.=) 't'
+  WHERE s.relkind OPERATOR(pg_catalog.=) ANY
+        (ARRAY['r', 'p', 'm', 'i', 't']::pg_catalog."char"[])
+    AND {_COUNT} OPERATOR(pg_catalog.>) 0
+  UNION ALL
+  SELECT h.inhparent, counted.n FROM counted
+  JOIN pg_catalog.pg_inherits h ON h.inhrelid OPERATOR(pg_catalog.=) counted.rel
+)
 SELECT pg_catalog.current_setting('track_counts'), n.nspname::pg_catalog.text,
-       c.relname::pg_catalog.text,
-       pg_catalog.pg_stat_get_xact_numscans(s.oid)
-         OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_xact_blocks_fetched(s.oid)
-         OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_xact_tuples_returned(s.oid)
-         OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_xact_tuples_fetched(s.oid)
-FROM pg_catalog.pg_class s
-LEFT JOIN pg_catalog.pg_index i ON i.indexrelid OPERATOR(pg_catalog.=) s.oid
-LEFT JOIN pg_catalog.pg_class o ON o.reltoastrelid OPERATOR(pg_catalog.=) s.oid
-  AND s.relkind OPERATOR(pg_catalog.=) 't'
-JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) COALESCE(i.indrelid, o.oid, s.oid)
+       c.relname::pg_catalog.text, counted.n
+FROM counted
+JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) counted.rel
 JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
-WHERE s.relkind OPERATOR(pg_catalog.=) ANY (ARRAY['r', 'p', 'm', 'i', 't']::pg_catalog."char"[])
-  AND n.nspname OPERATOR(pg_catalog.<>) ALL
+WHERE n.nspname OPERATOR(pg_catalog.<>) ALL
       (ARRAY['pg_catalog', 'information_schema', 'pg_toast']::pg_catalog.name[])
-  AND pg_catalog.pg_stat_get_xact_numscans(s.oid)
-         OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_xact_blocks_fetched(s.oid)
-         OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_xact_tuples_returned(s.oid)
-         OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_xact_tuples_fetched(s.oid)
-      OPERATOR(pg_catalog.>) 0
 UNION ALL SELECT pg_catalog.current_setting('track_counts'), NULL, NULL, 0
 """
 

@@ -48,6 +48,7 @@ from .._util.secrets import MASK, mask_url
 from .._util.secrets import QUERY_PASSWORD as _QUERY_PASSWORD
 from ..errors import (
     ConfigError,
+    CountedTimeout,
     CountUnknown,
     MissingDependency,
     PartlyRead,
@@ -1200,14 +1201,18 @@ def _partly_read(error: QueryEvalError, conn: Connection,
                  before: dict[str, int] | None) -> QueryEvalError:
     """``error`` of a counted statement that failed, as :class:`PartlyRead` with the tables
     it read before it failed: a routine's error carried a forbidden table's rows while the
-    plan, which failed, named none of it (the forty-fifth re-probe's N1-N8). A timeout or a
-    lost connection stays what it is (the count is then unknown)."""
-    if before is None or type(error) is not QueryFailed:
+    plan, which failed, named none of it (the forty-fifth re-probe's N1-N8); a timeout the
+    server cancelled, as :class:`CountedTimeout` (its transaction is usable again past the
+    savepoint: a read then a sleep past the timeout counted nothing, 46a P10). A lost
+    connection stays what it is (the count is then unknown)."""
+    if before is None or type(error) not in (QueryFailed, QueryTimeout):
         return error
     try:
         read = _counted_after(conn, before)
     except Exception:
         return error
+    if type(error) is QueryTimeout:
+        return CountedTimeout(str(error), read)
     return PartlyRead(str(error), read) if read else error
 
 
