@@ -285,6 +285,7 @@ class Rehearsal:
             self.starts += 1
             try:
                 self._server_pid = self._host.hello(START_TIMEOUT)
+                self._host.ready(START_TIMEOUT)  # its driver connected: no query waits on it
                 break
             except copyhost.HostError as exc:
                 if attempt == 1 and str(exc) == copyhost.ENDED:
@@ -297,12 +298,6 @@ class Rehearsal:
             self._load(conn)
             self._longest_name = _longest_name(conn)
             self._loaded = True
-        assert self._host is not None
-        try:
-            self._host.ready(START_TIMEOUT)
-        except copyhost.HostError as exc:
-            conn.close()
-            self._failed_start(exc)
         copyhost.cap_memory(self._server_pid, self.max_memory)
         self._conn = conn
         return conn
