@@ -47,3 +47,49 @@ def test_a_write_plpgsql_refuses_in_a_routine_is_a_write_attempt(
         assert report.by_id[cid]["metrics"].get("write_attempts") == 1.0, report.by_id[cid]
         assert report.outcomes[cid] == "failed", cid
     assert report.outcomes["honest"] == "passed", report.by_id["honest"]
+
+
+def _caught(role: str) -> list[str]:
+    catch = (f"IF current_user = '{role}' THEN BEGIN EXECUTE 'DELETE FROM public.genre'; "
+             "EXCEPTION WHEN OTHERS THEN RAISE NOTICE 'caught: %', SQLERRM; END; END IF;")
+    return [
+        "CREATE FUNCTION cw(text) RETURNS boolean LANGUAGE plpgsql VOLATILE "
+        f"AS $$BEGIN {catch} RETURN true; END$$",
+        "CREATE FUNCTION ci(text) RETURNS boolean LANGUAGE plpgsql IMMUTABLE "
+        f"AS $$BEGIN {catch} RETURN true; END$$",
+        "CREATE DOMAIN cwd AS text CHECK (cw(VALUE))", "CREATE DOMAIN cwdd AS cwd",
+        "CREATE DOMAIN imd AS text CHECK (ci(VALUE))", "CREATE DOMAIN imdd AS imd",
+        "CREATE TYPE cwrow AS (d cwdd[])",
+        "CREATE DOMAIN posint AS int CHECK (VALUE > 0)",
+    ]
+
+
+#: case id -> (query, a write attempt)
+_CASTS = {
+    "volatile-domain": ("SELECT 'x'::cwd AS v", True),
+    "over-a-domain": ("SELECT 'x'::cwdd AS v", True),
+    "array-of-it": ("SELECT '{x}'::cwdd[] AS v", True),
+    "row-type-of-it": ("SELECT ROW('{x}')::cwrow AS v", True),
+    "immutable-running-text": ("SELECT 'x'::imdd AS v", True),
+    "honest-domain": ("SELECT 3::posint AS v", False),
+}
+
+
+def test_a_cast_to_a_domain_whose_check_writes_is_a_write_attempt(
+        pytester: pytest.Pytester, postgres_server: Any) -> None:
+    """P8: the routine of a domain's ``CHECK`` caught the read-only refusal of its own
+    ``DELETE``, and ``SELECT 'x'::cwdd`` (a domain over it) passed ``write_attempts: {max:
+    0}`` with 0. A domain whose ``CHECK`` calls what a query may not call by name (a volatile
+    routine, one that runs a statement built at run time) is refused as that call is, through
+    a domain, an array or a composite type over it, and counted as a write attempt; a cast to
+    an honest domain runs. Failed before with 0."""
+    with _database(postgres_server, "q46_cw_" + uuid.uuid4().hex[:6],
+                   *_caught(postgres_server.readonly_user)) as name:
+        report = _suite(pytester, {"type": "sqlalchemy",
+                                   "url": postgres_server.readonly_url(name)}, {
+            cid: ({"trajectory": [call("c1", "run_query", sql), tool("c1", "x")]}, {},
+                  {"write_attempts": {"max": 0}}) for cid, (sql, _) in _CASTS.items()})
+    for cid, (_, wrote) in _CASTS.items():
+        assert report.by_id[cid]["metrics"].get("write_attempts") == (1.0 if wrote else 0.0), \
+            (cid, report.by_id[cid])
+        assert report.outcomes[cid] == ("failed" if wrote else "passed"), cid

@@ -158,8 +158,57 @@ WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regcl
 """
 
 
+#: The database's domains as :data:`VIEW_ROUTINES_SQL` gives views: each routine a domain's
+#: ``CHECK`` calls (by ``pg_depend``, an operator's ``oprcode``, and the stored expression's
+#: node tree), and as what it "reads" the domain under it, a domain array's element and a
+#: composite type's (not a table's) attribute types: a cast to any of them runs the
+#: ``CHECK``. ``SELECT 'x'::cwdd`` (a domain over a domain whose ``CHECK`` caught its own
+#: ``DELETE``) was no write attempt, and one over ``pg_terminate_backend`` ended another
+#: session (the forty-sixth re-probe's P8, P2).
+DOMAIN_ROUTINES_SQL = """
+SELECT t.typname::pg_catalog.text, ''::pg_catalog.text, n.nspname::pg_catalog.text,
+       p.proname::pg_catalog.text, p.provolatile::pg_catalog.text,
+       (p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+        OR n.nspname::pg_catalog.text OPERATOR(pg_catalog.<>) ALL
+             (ARRAY['pg_catalog', 'information_schema']::pg_catalog.text[]))
+FROM pg_catalog.pg_constraint c
+JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) c.contypid
+CROSS JOIN LATERAL (SELECT d.refobjid AS f FROM pg_catalog.pg_depend d
+    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_constraint'::pg_catalog.regclass
+      AND d.objid OPERATOR(pg_catalog.=) c.oid
+      AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+    UNION SELECT o.oprcode::pg_catalog.oid FROM pg_catalog.pg_depend d
+    JOIN pg_catalog.pg_operator o ON o.oid OPERATOR(pg_catalog.=) d.refobjid
+    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_constraint'::pg_catalog.regclass
+      AND d.objid OPERATOR(pg_catalog.=) c.oid
+      AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_operator'::pg_catalog.regclass
+    UNION SELECT m[2]::pg_catalog.oid FROM pg_catalog.regexp_matches(
+      c.conbin::pg_catalog.text, '[:](funcid|opfuncid) ([0-9]+)', 'g') m) k
+JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) k.f
+JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+WHERE c.contype OPERATOR(pg_catalog.=) 'c' AND t.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+UNION ALL
+SELECT t.typname::pg_catalog.text, b.typname::pg_catalog.text, '', '', '', false
+FROM pg_catalog.pg_type t JOIN pg_catalog.pg_type b ON b.oid OPERATOR(pg_catalog.=) t.typbasetype
+WHERE t.typtype OPERATOR(pg_catalog.=) 'd' AND b.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+UNION ALL
+SELECT a.typname::pg_catalog.text, e.typname::pg_catalog.text, '', '', '', false
+FROM pg_catalog.pg_type a JOIN pg_catalog.pg_type e ON e.oid OPERATOR(pg_catalog.=) a.typelem
+WHERE a.typcategory OPERATOR(pg_catalog.=) 'A' AND e.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+UNION ALL
+SELECT ct.typname::pg_catalog.text, at.typname::pg_catalog.text, '', '', '', false
+FROM pg_catalog.pg_type ct
+JOIN pg_catalog.pg_class r ON r.oid OPERATOR(pg_catalog.=) ct.typrelid
+  AND r.relkind OPERATOR(pg_catalog.=) 'c'
+JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) r.oid
+  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped
+JOIN pg_catalog.pg_type at ON at.oid OPERATOR(pg_catalog.=) a.atttypid
+WHERE at.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+"""
+
+
 def volatile_views(rows: Iterable[tuple[str, str, str, str, str, bool]],
-                   hidden: Callable[[], dict[str, str]]) -> dict[str, str]:
+                   hidden: Callable[[], dict[str, str]], noun: str = "view") -> dict[str, str]:
     """The database's views (:data:`VIEW_ROUTINES_SQL`'s rows), lower-cased, whose rule calls
     a routine a predicted query may not call by name (volatile outside
     :data:`VOLATILE_ALLOWED`, or one of the database's in ``hidden()``, read only when a
@@ -180,7 +229,7 @@ def volatile_views(rows: Iterable[tuple[str, str, str, str, str, bool]],
             found.setdefault(view, f"calls {name}(), declared STABLE or IMMUTABLE but " + (
                 "running what no reading here follows" if inner == "?" else
                 f"calling {inner}(), which is volatile"))
-    while more := {v: f"reads view {r}, which {found[r]}" for v, r in reads
+    while more := {v: f"reads {noun} {r}, which {found[r]}" for v, r in reads
                    if r in found and v not in found}:
         found.update(more)
     return found

@@ -647,20 +647,24 @@ class SqlAlchemySource(SourceDefaults):
             raise QueryRefused(f"{hit[0]} is a foreign table over the server's files (or a "
                                "view of one): file access, refused")
         if hit := sorted(words & views.keys()):
-            raise QueryRefused(f"view {hit[0]} {views[hit[0]]}: it may change state that "
-                               "outlives the rolled-back read-only transaction, as the call "
-                               "written in the query would (refused there too)")
+            raise QueryRefused(f"{views[hit[0]]}: it may change state that outlives the "
+                               "rolled-back read-only transaction, as the call written in the "
+                               "query would (refused there too)")
 
     def _volatile_views_of(self, conn: Connection) -> dict[str, str]:
-        """The database's views that call a routine a query may not call by name (read
-        once): :func:`pgguard.volatile_views`."""
+        """The database's views and domains that call a routine a query may not call by
+        name (read once: :func:`pgguard.volatile_views`), each with what is said of it."""
         from sqlalchemy import text
 
-        from .pgguard import VIEW_ROUTINES_SQL, volatile_views
+        from .pgguard import DOMAIN_ROUTINES_SQL, VIEW_ROUTINES_SQL, volatile_views
 
         if self._volatile_views is None:
-            self._volatile_views = volatile_views(
-                conn.execute(text(VIEW_ROUTINES_SQL)).all(), lambda: self._hidden_of(conn))
+            found: dict[str, str] = {}
+            for noun, sql in (("domain", DOMAIN_ROUTINES_SQL), ("view", VIEW_ROUTINES_SQL)):
+                found.update({name: f"{noun} {name} {why}" for name, why in volatile_views(
+                    conn.execute(text(sql)).all(), lambda: self._hidden_of(conn),
+                    noun).items()})
+            self._volatile_views = found
         return self._volatile_views
 
     def _hidden_of(self, conn: Connection) -> dict[str, str]:
