@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..sources.pgescape import TYPE_MEMBER
+from ..sources.pgescape import EXTENSION_MEMBER, TYPE_MEMBER
 
 __all__ = ["with_views"]
 
@@ -179,8 +179,11 @@ _CATALOGS: dict[str, str] = {
         f"ON l.oid = p.prolang WHERE {_own('p.oid')} AND p.prokind <> 'a' "
         # (a routine of LANGUAGE internal is a builtin's second name, ``my_xml`` for
         # table_to_xml, which no list of the guard's names: every table, O3; but not the
-        # constructors the server makes for a range type: 43a M2)
-        f"AND l.lanname <> 'c' AND NOT {TYPE_MEMBER}",
+        # constructors the server makes for a range type: 43a M2; nor an extension's, which
+        # the server's own script made: citext's texticlike made every honest query of a
+        # database with citext read every table, the forty-sixth re-probe's P9)
+        f"AND l.lanname <> 'c' AND NOT {TYPE_MEMBER} "
+        f"AND NOT (l.lanname = 'internal' AND {EXTENSION_MEMBER})",
         # the DEFAULT expressions of its parameters run when a call leaves them out
         # (``dflt(a DEFAULT emp_cnt_pl())``: O15)
         f"SELECT n.nspname::text, p.proname::text, 'SELECT ' || pg_get_expr(p.proargdefaults, "

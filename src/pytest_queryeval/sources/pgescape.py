@@ -21,7 +21,7 @@ from typing import Any
 
 from .pgtamper import AFTER_INITDB, TAMPERED_SQL
 
-__all__ = ["ESCAPES_SQL", "REVOCABLE_KINDS", "TYPE_MEMBER", "escapes_found"]
+__all__ = ["ESCAPES_SQL", "EXTENSION_MEMBER", "REVOCABLE_KINDS", "TYPE_MEMBER", "escapes_found"]
 
 #: Extension libraries whose functions act outside the transaction or below the tables'
 #: grants (dblink's own are the ``dblink`` route's): the contrib modules that change what a
@@ -87,7 +87,7 @@ _KEPT_FROM_PUBLIC = """EXISTS (SELECT 1 FROM pg_catalog.pg_init_privs i
                       WHERE a.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid
                         AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'))"""
 #: An extension's member routine (``deptype 'e'``).
-_EXTENSION_MEMBER = _depends("e")
+_EXTENSION_MEMBER = EXTENSION_MEMBER = _depends("e")
 #: Routine ``p`` may be executed by the role or by any role it may become (``MEMBER``, with
 #: or without ``INHERIT``: ``SET ROLE``, or ``set_config('role', ...)`` in any routine, needs
 #: no ``INHERIT``): ``has_function_privilege`` of the current user alone follows only
