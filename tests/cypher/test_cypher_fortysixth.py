@@ -18,6 +18,12 @@ Reeves'})-[*1..2]-(b) RETURN nodes(p)``) was counted as built once a value of ea
 list, 100,001,000 times; it is a filter, compared as a ``WHERE``'s literal is.
 
 C4: ``collect(DISTINCT {name: p.name})`` was refused as a node named ``DISTINCT``.
+
+E1 to E6, the second re-probe of the round: twelve untyped hops held a 3 s server past 40 s
+(999 in a pattern comprehension 10 s), four ``MATCH`` clauses of one variable-length
+relationship each, sorted, 13 s, and two such after an ``UNWIND`` 6.5 to 12.6 s. A path
+pattern may chain 8 relationships, and a query hold 2 variable-length ones (1 with an
+``UNWIND``).
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ _CLAUSES = "clauses"
 _OPERATORS = "operators"
 _PRODUCT = "product of"
 _CHAIN = "p=(a)-[*]-(b)-[*]-(c)-[*]-(d)-[*]-(e)"
+_HOPS = "relationships, more than 8"
+_VARIABLE = "variable-length relationships"
 
 #: (the query, a word of its refusal)
 REFUSED = {
@@ -69,6 +77,28 @@ REFUSED = {
     # the same under the 64 KiB an agent's query may have
     "c7-short-terms": ("MATCH (n:Movie) WHERE " + " AND ".join(f"n.r<>{i}" for i in range(4000))
                        + " RETURN count(n) AS c", _OPERATORS),
+    # the second re-probe of this round (main 54cafc1a): E1 to E6
+    "e1-two-segments-unwound": ("MATCH p=(a)-[*]-(b)-[*]-(c) UNWIND range(1,300) AS k "
+                                "WITH p ORDER BY p RETURN count(*) AS c", _VARIABLE),
+    "e2-collected-paths-unwound": ("MATCH p=(a)-[*]-(b)-[*]-(c) WITH collect(p) AS ps "
+                                   "UNWIND ps AS x UNWIND ps AS y WITH x ORDER BY x "
+                                   "RETURN count(*) AS c", _VARIABLE),
+    "e3-hops-in-a-comprehension": ("MATCH (m:Movie) RETURN size([(m)" + "".join(
+        f"-[]-(x{i})" for i in range(999)) + " | 1]) AS c", _HOPS),
+    "e5-segments-over-clauses": ("MATCH p=(a)-[*]-(b) MATCH q=(b)-[*]-(c) MATCH r=(c)-[*]-(d) "
+                                 "MATCH s=(d)-[*]-(e) WITH s ORDER BY s RETURN count(*) AS c",
+                                 _VARIABLE),
+    "e5-three-and-unwind": ("MATCH p=(a)-[*]-(b) MATCH q=(b)-[*]-(c) MATCH r=(c)-[*]-(d) "
+                            "UNWIND range(1,20) AS k WITH r ORDER BY r RETURN count(*) AS c",
+                            _VARIABLE),
+    "e6-twelve-hops": ("MATCH (a)" + "".join(f"-[]-(x{i})" for i in range(12))
+                       + " RETURN count(*) AS c", _HOPS),
+    "e6-hops-past-maps": ("MATCH (a)" + "".join(f"-[]-(x{i} {{k: [1], j: toString(1)}})"
+                                                 for i in range(12))
+                          + " RETURN count(*) AS c", _HOPS),
+    # top-k of four unbounded segments (held, but no honest query: the cap takes it)
+    "e5-chain-top-k": (f"MATCH {_CHAIN} WITH p ORDER BY p LIMIT 10 RETURN count(*) AS n",
+                       _VARIABLE),
 }
 
 #: Honest queries beside them: sent (the C2 and C4 forms were refused before).
@@ -80,8 +110,8 @@ SENT = [
     "MATCH p=(a:Person {name:'Keanu Reeves'})-[*1..2]-(b) "
     "RETURN [r IN relationships(p) | type(r)] AS types",
     "MATCH (m:Movie {title: 'The Matrix'}) MATCH p=(m)-[*1..2]-(x) RETURN nodes(p) AS ns LIMIT 5",
-    f"MATCH {_CHAIN} WITH p ORDER BY p LIMIT 10 RETURN count(*) AS n",
-    f"MATCH {_CHAIN} RETURN p LIMIT 5",
+    "MATCH (a)" + "".join(f"-[]-(x{i})" for i in range(8)) + " RETURN count(*) AS c",
+    "MATCH (m:Movie) RETURN (m.released) - (1) AS a",
     "MATCH p=(a)-[*]-(b) WITH p ORDER BY p RETURN count(*) AS n",
     "MATCH p=(a)-[*]-(b)-[*]-(c) WITH p ORDER BY p RETURN count(*) AS n",
     "MATCH p=(a)-[*]-(b)-[*]-(c) RETURN p",

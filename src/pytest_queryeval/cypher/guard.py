@@ -537,6 +537,86 @@ def _check_size(code: list[Token]) -> None:
     if operators > MAX_OPERATORS:
         raise QueryRefused(f"the query has {operators:,} operators (AND, OR, NOT, comparisons, "
                            f"arithmetic, arrows), more than {MAX_OPERATORS:,}: {why}")
+    _check_paths(code, any(t.text.upper() == "UNWIND" for t in clauses))
+
+
+#: The most relationships one path pattern may chain (anywhere: a ``MATCH``, a pattern
+#: comprehension, a ``WHERE``), and the most variable-length relationships a query may hold
+#: (one fewer when it also unwinds a list). FalkorDB's work grows with each hop's fan-out
+#: before its timeout is checked: ``MATCH (a)-[]-(x0)-...-[]-(x11)`` (12 untyped hops) held a
+#: 3 s server past 40 s (10 hops 2.1 s, 8 hops 0.12 s), 999 hops in a pattern comprehension
+#: 10 s; four ``MATCH`` clauses of one variable-length relationship each, sorted, 13 s, and
+#: a chain of two sorted after ``UNWIND range(1,300)`` 6.5 s (the forty-sixth re-probe's
+#: second round, E1 to E6). An honest query chains a few hops and one or two such ranges.
+MAX_HOPS = 8
+MAX_VARIABLE_LENGTH = 2
+
+
+def _check_paths(code: list[Token], unwinds: bool) -> None:
+    """Refuse a path pattern past :data:`MAX_HOPS` relationships, or a query past
+    :data:`MAX_VARIABLE_LENGTH` variable-length relationships (past one less when it has an
+    ``UNWIND``, which multiplies the rows they make)."""
+    longest, variable = _paths(code)
+    why = "FalkorDB expands them before it checks its timeout"
+    if longest > MAX_HOPS:
+        raise QueryRefused(f"a path pattern of the query chains {longest:,} relationships, more "
+                           f"than {MAX_HOPS}: {why}")
+    most = MAX_VARIABLE_LENGTH - (1 if unwinds else 0)
+    if variable > most:
+        raise QueryRefused(f"the query has {variable} variable-length relationships"
+                           f"{' and an UNWIND' if unwinds else ''}, more than {most}: {why}")
+
+
+def _paths(code: list[Token]) -> tuple[int, int]:
+    """The most relationships chained in one path pattern, and how many of the query's
+    relationships are of variable length (``*`` in the brackets). A chain is counted at its
+    own bracket depth, so what a node's property map holds does not break it."""
+    longest = variable = depth = i = 0
+    counts: dict[int, int] = {}
+    while i < len(code):
+        tok = code[i]
+        if tok.kind == "punct" and tok.text in _OPEN:
+            depth += 1
+        elif tok.kind == "punct" and tok.text in _CLOSE:
+            counts = {d: n for d, n in counts.items() if d < depth}
+            depth -= 1
+            hop = _hop(code, i + 1) if tok.text == ")" else None
+            if hop is not None:
+                end, starred = hop
+                counts[depth] = counts.get(depth, 0) + 1
+                longest, variable = max(longest, counts[depth]), variable + starred
+                i = end  # the next node's parenthesis
+                continue
+        elif tok.kind == "word" or tok.text in (",", "|"):
+            counts.pop(depth, None)
+        i += 1
+    return longest, variable
+
+
+def _hop(code: list[Token], j: int) -> tuple[int, bool] | None:
+    """After a node pattern's ``)`` at ``j``: a relationship (``-``, ``<-``, ``-[...]-``,
+    ``->``) to the next node pattern, as (the index of its ``(``, whether it has a ``*``)."""
+    def at(k: int, text: str) -> bool:
+        return k < len(code) and code[k].kind == "punct" and code[k].text == text
+
+    j += at(j, "<")
+    if not at(j, "-"):
+        return None
+    j, starred = j + 1, False
+    if at(j, "["):
+        level = 0
+        for k in range(j, len(code)):
+            level += at(k, "[") - at(k, "]")
+            starred = starred or at(k, "*")
+            if level == 0:
+                break
+        else:
+            return None
+        j = k + 1
+    if not at(j, "-"):
+        return None
+    j += 1 + at(j + 1, ">")
+    return (j, starred) if at(j, "(") else None
 
 
 def _node_patterns(code: list[Token], clauses: set[int]) -> int:
