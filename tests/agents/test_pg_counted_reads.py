@@ -115,6 +115,11 @@ def test_end_to_end_the_calls_and_final_queries_fail_the_gate(
                                                  tool("c1", "2")]}, agent, GATES)
     report = _suite(pytester, {"type": "sqlalchemy",
                                "url": postgres_server.readonly_url(hidden)}, cases)
+    assert_verdicts(report, cases)
+
+
+def assert_verdicts(report: Any, cases: Any) -> None:
+    """Each ``*-honest`` case passed with ``forbidden_tables`` 0, each other failed with 1."""
     for cid in cases:
         counted = report.by_id[cid]["metrics"].get("forbidden_tables")
         if cid.endswith("-honest"):

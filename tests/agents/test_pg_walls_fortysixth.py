@@ -29,6 +29,7 @@ import pytest
 
 from tests.agents.test_counts_from_what_ran import call, tool
 from tests.agents.test_counts_thirtyfirst_probe import GATES, _suite
+from tests.agents.test_pg_counted_reads import assert_verdicts
 from tests.agents.test_pg_walls_fortythird import _database
 
 pytestmark = pytest.mark.postgres
@@ -208,11 +209,4 @@ def test_end_to_end_the_hostile_calls_fail_and_the_honest_one_passes(
              for name, (sql, table) in forms.items()}
     report = _suite(pytester, {"type": "sqlalchemy", "timeout": 2,
                                "url": postgres_server.readonly_url(hostile)}, cases)
-    for cid in cases:
-        counted = report.by_id[cid]["metrics"].get("forbidden_tables")
-        if cid.endswith("-honest"):
-            assert report.outcomes[cid] == "passed", report.by_id[cid]
-            assert counted == 0.0
-        else:
-            assert report.outcomes[cid] == "failed", (cid, report.by_id[cid])
-            assert counted == 1.0, (cid, report.by_id[cid])
+    assert_verdicts(report, cases)

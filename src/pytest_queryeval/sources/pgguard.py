@@ -117,17 +117,22 @@ WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regcl
 #: A view's rule (``r``): the routines it calls, by ``pg_depend`` (the database's routines,
 #: and an operator's through its ``oprcode``) and by the node tree (``pg_rewrite.ev_action``:
 #: a builtin's OID is pinned, so no ``pg_depend`` row names ``pg_terminate_backend``).
-_RULE_CALLS = """SELECT d.refobjid AS f FROM pg_catalog.pg_depend d
-    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
-      AND d.objid OPERATOR(pg_catalog.=) r.oid
-      AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
-    UNION SELECT o.oprcode::pg_catalog.oid FROM pg_catalog.pg_depend d
-    JOIN pg_catalog.pg_operator o ON o.oid OPERATOR(pg_catalog.=) d.refobjid
-    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
-      AND d.objid OPERATOR(pg_catalog.=) r.oid
-      AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_operator'::pg_catalog.regclass
-    UNION SELECT m[2]::pg_catalog.oid FROM pg_catalog.regexp_matches(
-      r.ev_action::pg_catalog.text, '[:](funcid|opfuncid|aggfnoid|winfnoid) ([0-9]+)', 'g') m"""
+def _calls(catalog: str, obj: str, tree: str, fields: str) -> str:
+    """The routines an object of ``catalog`` (``obj``: its oid's column) calls, by
+    ``pg_depend`` and by its stored node tree ``tree`` (``fields``: the tree's call fields)."""
+    depends = ("FROM pg_catalog.pg_depend d{join} WHERE d.classid OPERATOR(pg_catalog.=) "
+               f"'pg_catalog.{catalog}'::pg_catalog.regclass AND d.objid OPERATOR(pg_catalog.=) "
+               f"{obj} AND d.refclassid OPERATOR(pg_catalog.=) "
+               "'pg_catalog.{ref}'::pg_catalog.regclass")
+    return (f"SELECT d.refobjid AS f {depends.format(join='', ref='pg_proc')} "
+            "UNION SELECT o.oprcode::pg_catalog.oid " + depends.format(
+                join=" JOIN pg_catalog.pg_operator o ON o.oid OPERATOR(pg_catalog.=) d.refobjid",
+                ref="pg_operator")
+            + " UNION SELECT m[2]::pg_catalog.oid FROM pg_catalog.regexp_matches("
+            f"{tree}::pg_catalog.text, '[:]({fields}) ([0-9]+)', 'g') m")
+
+
+_RULE_CALLS = _calls("pg_rewrite", "r.oid", "r.ev_action", "funcid|opfuncid|aggfnoid|winfnoid")
 #: The database's views (made after ``initdb``; a materialized view runs nothing when read):
 #: each routine a view's rule calls, as ``(view, '', schema, routine, provolatile, own)``
 #: (``own``: the database's, as :data:`ROUTINES_SQL` reads them), and each relation it reads,
@@ -165,7 +170,7 @@ WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regcl
 #: ``CHECK``. ``SELECT 'x'::cwdd`` (a domain over a domain whose ``CHECK`` caught its own
 #: ``DELETE``) was no write attempt, and one over ``pg_terminate_backend`` ended another
 #: session (the forty-sixth re-probe's P8, P2).
-DOMAIN_ROUTINES_SQL = """
+DOMAIN_ROUTINES_SQL = f"""
 SELECT t.typname::pg_catalog.text, ''::pg_catalog.text, n.nspname::pg_catalog.text,
        p.proname::pg_catalog.text, p.provolatile::pg_catalog.text,
        (p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
@@ -173,17 +178,7 @@ SELECT t.typname::pg_catalog.text, ''::pg_catalog.text, n.nspname::pg_catalog.te
              (ARRAY['pg_catalog', 'information_schema']::pg_catalog.text[]))
 FROM pg_catalog.pg_constraint c
 JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) c.contypid
-CROSS JOIN LATERAL (SELECT d.refobjid AS f FROM pg_catalog.pg_depend d
-    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_constraint'::pg_catalog.regclass
-      AND d.objid OPERATOR(pg_catalog.=) c.oid
-      AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
-    UNION SELECT o.oprcode::pg_catalog.oid FROM pg_catalog.pg_depend d
-    JOIN pg_catalog.pg_operator o ON o.oid OPERATOR(pg_catalog.=) d.refobjid
-    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_constraint'::pg_catalog.regclass
-      AND d.objid OPERATOR(pg_catalog.=) c.oid
-      AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_operator'::pg_catalog.regclass
-    UNION SELECT m[2]::pg_catalog.oid FROM pg_catalog.regexp_matches(
-      c.conbin::pg_catalog.text, '[:](funcid|opfuncid) ([0-9]+)', 'g') m) k
+CROSS JOIN LATERAL ({_calls("pg_constraint", "c.oid", "c.conbin", "funcid|opfuncid")}) k
 JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) k.f
 JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
 WHERE c.contype OPERATOR(pg_catalog.=) 'c' AND t.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
