@@ -86,16 +86,17 @@ def cosine(u: Sequence[float], v: Sequence[float]) -> float:
 
         a = np.asarray(u, dtype=np.float64)
         b = np.asarray(v, dtype=np.float64)
-        na = float(np.sqrt(a @ a))
-        nb = float(np.sqrt(b @ b))
-        dot = float(a @ b)
+        na2, nb2, dot = float(a @ a), float(b @ b), float(a @ b)
     else:
-        na = math.sqrt(math.fsum(x * x for x in u))
-        nb = math.sqrt(math.fsum(y * y for y in v))
+        na2 = math.fsum(x * x for x in u)
+        nb2 = math.fsum(y * y for y in v)
         dot = math.fsum(x * y for x, y in zip(u, v, strict=True))
-    if na == 0.0 or nb == 0.0:
+    if na2 == 0.0 or nb2 == 0.0:
         return 0.0
-    return dot / (na * nb)
+    # one square root of the product: a vector's cosine with itself is then exactly 1 (the
+    # square root of a rounded square is the number), where sqrt(a.a) * sqrt(b.b) came out
+    # 0.9999999999999999 for some embeddings (a new build of the model's stack)
+    return dot / math.sqrt(na2 * nb2)
 
 
 def clamp(score: float) -> float:
