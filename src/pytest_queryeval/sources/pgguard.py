@@ -132,6 +132,13 @@ def _calls(catalog: str, obj: str, tree: str, fields: str) -> str:
             f"{tree}::pg_catalog.text, '[:]({fields}) ([0-9]+)', 'g') m")
 
 
+#: The columns after an object's name of :data:`VIEW_ROUTINES_SQL`'s and
+#: :data:`DOMAIN_ROUTINES_SQL`'s rows for a routine ``p`` (in namespace ``n``) it calls.
+_CALLED = """''::pg_catalog.text, n.nspname::pg_catalog.text,
+       p.proname::pg_catalog.text, p.provolatile::pg_catalog.text,
+       (p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+        OR n.nspname::pg_catalog.text OPERATOR(pg_catalog.<>) ALL
+             (ARRAY['pg_catalog', 'information_schema']::pg_catalog.text[]))"""
 _RULE_CALLS = _calls("pg_rewrite", "r.oid", "r.ev_action", "funcid|opfuncid|aggfnoid|winfnoid")
 #: The database's views (made after ``initdb``; a materialized view runs nothing when read):
 #: each routine a view's rule calls, as ``(view, '', schema, routine, provolatile, own)``
@@ -139,11 +146,7 @@ _RULE_CALLS = _calls("pg_rewrite", "r.oid", "r.ev_action", "funcid|opfuncid|aggf
 #: as ``(view, relation, '', '', '', false)``: what a query reaches through a view, views over
 #: views too (:func:`volatile_views`).
 VIEW_ROUTINES_SQL = f"""
-SELECT v.relname::pg_catalog.text, ''::pg_catalog.text, n.nspname::pg_catalog.text,
-       p.proname::pg_catalog.text, p.provolatile::pg_catalog.text,
-       (p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
-        OR n.nspname::pg_catalog.text OPERATOR(pg_catalog.<>) ALL
-             (ARRAY['pg_catalog', 'information_schema']::pg_catalog.text[]))
+SELECT v.relname::pg_catalog.text, {_CALLED}
 FROM pg_catalog.pg_rewrite r
 JOIN pg_catalog.pg_class v ON v.oid OPERATOR(pg_catalog.=) r.ev_class
 CROSS JOIN LATERAL ({_RULE_CALLS}) c
@@ -171,11 +174,7 @@ WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regcl
 #: ``DELETE``) was no write attempt, and one over ``pg_terminate_backend`` ended another
 #: session (the forty-sixth re-probe's P8, P2).
 DOMAIN_ROUTINES_SQL = f"""
-SELECT t.typname::pg_catalog.text, ''::pg_catalog.text, n.nspname::pg_catalog.text,
-       p.proname::pg_catalog.text, p.provolatile::pg_catalog.text,
-       (p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
-        OR n.nspname::pg_catalog.text OPERATOR(pg_catalog.<>) ALL
-             (ARRAY['pg_catalog', 'information_schema']::pg_catalog.text[]))
+SELECT t.typname::pg_catalog.text, {_CALLED}
 FROM pg_catalog.pg_constraint c
 JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) c.contypid
 CROSS JOIN LATERAL ({_calls("pg_constraint", "c.oid", "c.conbin", "funcid|opfuncid")}) k
