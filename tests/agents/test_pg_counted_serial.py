@@ -115,3 +115,26 @@ def test_a_role_that_may_set_track_counts_leaves_the_counts_unknown(
     finally:
         postgres_server.superuser_execute(f"REVOKE SET ON PARAMETER track_counts FROM {role}",
                                           database="postgres")
+
+
+def test_the_routines_that_could_blind_the_counts_are_read_once_a_source(
+        postgres_server: Any, parallel: str) -> None:
+    """The scan of ``pg_proc`` ran before every counted statement; only parallel query off
+    (``SET LOCAL``) has to, in each statement's transaction."""
+    from sqlalchemy import event
+
+    from pytest_queryeval.sources import pgreads
+    from pytest_queryeval.sources.sqlalchemy import SqlAlchemySource
+
+    source = SqlAlchemySource("pg", postgres_server.readonly_url(parallel), isolation="thread")
+    sent: list[str] = []
+    try:
+        event.listen(source._engine(), "before_cursor_execute",
+                     lambda _conn, _cursor, statement, *_: sent.append(statement))
+        with pgreads.counted():
+            for _ in range(3):
+                source.execute(_HONEST)
+    finally:
+        source.close()
+    assert sum("track_counts|set_config" in s for s in sent) == 1, sent
+    assert sum("'max_parallel_workers_per_gather', '0'" in s for s in sent) == 3, sent

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any
 
-__all__ = ["COUNTING", "SAVEPOINT", "counted", "counters", "serial", "serial_sql", "touched"]
+__all__ = ["COUNTING", "SAVEPOINT", "blinders", "counted", "counters", "serial", "touched"]
 
 #: Whether the statements run now are an agent case's, whose reads are counted: the counts
 #: cost four round trips a statement, which a prediction outside an agent case does not pay.
@@ -116,18 +116,22 @@ _BLINDING = ("max_parallel_workers", "max_parallel_workers_per_gather", "force_p
              "debug_parallel_query", "track_counts")
 
 #: Run before each counted statement, in its transaction: parallel query off for the rest of
-#: it (``SET LOCAL``: the leader then reads all a plan reads, itself), and the first of the
-#: database's routines that could turn it back on (or ``track_counts`` off) while the
-#: statement runs: a ``SET`` clause of a blinding setting (a routine's own setting wins over
-#: the session's inside it), or a body that names one or calls ``set_config`` (the
-#: forty-sixth re-probe's P1 and P11: a routine behind a domain or an index expression read
-#: ``employee`` in a parallel worker, or with ``SET track_counts = off``, and every count was
-#: 0). ``{privileged}`` is where the role may set ``track_counts`` itself (PostgreSQL 15's
-#: parameter privileges).
-_SERIAL_SQL = """
+#: it (``SET LOCAL``: the leader then reads all a plan reads, itself).
+SERIAL_SQL = """
 SELECT pg_catalog.set_config('max_parallel_workers_per_gather', '0', true),
-       pg_catalog.set_config('max_parallel_workers', '0', true),
-       (SELECT n.nspname::pg_catalog.text OPERATOR(pg_catalog.||) '.'
+       pg_catalog.set_config('max_parallel_workers', '0', true)
+"""
+
+#: What could turn parallel query back on (or ``track_counts`` off) while a counted statement
+#: runs: the first of the database's routines with a ``SET`` clause of a blinding setting (a
+#: routine's own setting wins over the session's inside it), or a body that names one or
+#: calls ``set_config`` (the forty-sixth re-probe's P1 and P11: a routine behind a domain or
+#: an index expression read ``employee`` in a parallel worker, or with ``SET track_counts =
+#: off``, and every count was 0). ``{privileged}`` is where the role may set
+#: ``track_counts`` itself (PostgreSQL 15's parameter privileges). Read once a source, as the
+#: other catalog readings are: a read-only role cannot change the answer.
+_BLINDERS_SQL = """
+SELECT (SELECT n.nspname::pg_catalog.text OPERATOR(pg_catalog.||) '.'
                OPERATOR(pg_catalog.||) p.proname::pg_catalog.text
         FROM pg_catalog.pg_proc p
         JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
@@ -140,22 +144,31 @@ SELECT pg_catalog.set_config('max_parallel_workers_per_gather', '0', true),
 _WORDS = "|".join((*_BLINDING, "set_config"))
 
 
-def serial_sql(parameter_privileges: bool) -> str:
-    """:data:`_SERIAL_SQL` for a server with (PostgreSQL 15 and later) or without parameter
+def blinders_sql(parameter_privileges: bool) -> str:
+    """:data:`_BLINDERS_SQL` for a server with (PostgreSQL 15 and later) or without parameter
     privileges."""
     privileged = ("pg_catalog.has_parameter_privilege('track_counts', 'SET')"
                   if parameter_privileges else "false")
-    return _SERIAL_SQL.format(words=_WORDS, privileged=privileged)
+    return _BLINDERS_SQL.format(words=_WORDS, privileged=privileged)
 
 
-def serial(rows: Callable[[str], Sequence[Sequence[Any]]], parameter_privileges: bool) -> None:
-    """Parallel query off for the transaction's counted statements; raises
-    :class:`CountsOff` where a routine of the database or the role could blind the counts."""
-    for *_, routine, privileged in rows(serial_sql(parameter_privileges)):
+def blinders(rows: Callable[[str], Sequence[Sequence[Any]]], parameter_privileges: bool) -> str:
+    """Why the counts could be blinded on this database and role ("" when nothing could):
+    what :func:`serial` raises."""
+    for routine, privileged in rows(blinders_sql(parameter_privileges)):
         if routine is not None:
-            raise CountsOff(f"the database's routine {routine}() may change a setting the "
-                            f"counts depend on ({', '.join(_BLINDING)}, by its SET clause, by "
-                            "name or through set_config): what it reads might not be counted")
+            return (f"the database's routine {routine}() may change a setting the counts "
+                    f"depend on ({', '.join(_BLINDING)}, by its SET clause, by name or "
+                    "through set_config): what it reads might not be counted")
         if privileged:
-            raise CountsOff("the role may SET track_counts (a parameter privilege): a query "
-                            "could turn the counts off")
+            return ("the role may SET track_counts (a parameter privilege): a query could "
+                    "turn the counts off")
+    return ""
+
+
+def serial(rows: Callable[[str], Sequence[Sequence[Any]]], blinded: str) -> None:
+    """Parallel query off for the transaction's counted statements; raises
+    :class:`CountsOff` with ``blinded`` (:func:`blinders`) when the counts could be blinded."""
+    if blinded:
+        raise CountsOff(blinded)
+    rows(SERIAL_SQL)

@@ -215,6 +215,9 @@ class SqlAlchemySource(SourceDefaults):
         #: The database's views that call a routine a query may not call by name, with what
         #: they call (lower-cased: :func:`pgguard.volatile_views`).
         self._volatile_views: dict[str, str] | None = None
+        #: Why the backend's counts could be blinded here ("" when nothing could; None before
+        #: it was read: :func:`.pgreads.blinders`).
+        self._blinded: str | None = None
         #: The session-start capability report was given (once per source).
         self._reported = False
         raw = [m["pw"] for m in (*_URL_PASSWORD.finditer(url), *_QUERY_PASSWORD.finditer(url))]
@@ -431,7 +434,7 @@ class SqlAlchemySource(SourceDefaults):
         before: dict[str, int] | None = None
         try:
             self._begin(conn, timeout)
-            before = _counters_before(conn)
+            before = _counters_before(conn, self._blinded_of(conn))
             rows = conn.exec_driver_sql(
                 *_driver_statement(conn, "EXPLAIN (FORMAT JSON, VERBOSE) " + query)).fetchall()
             read = _counted_after(conn, before)
@@ -517,7 +520,7 @@ class SqlAlchemySource(SourceDefaults):
             self._vet_relations(conn, query)
             if counted:
                 with contextlib.suppress(pgreads.CountsOff):
-                    before = _counters_before(conn)  # what a prediction reads (.pgreads)
+                    before = _counters_before(conn, self._blinded_of(conn))  # (.pgreads)
         if called:
             self._vet_functions(conn, called)
         if called is not None and conn.dialect.name == "sqlite":
@@ -679,6 +682,15 @@ class SqlAlchemySource(SourceDefaults):
                 *conn.execute(text(VOLATILE_BUILTINS_SQL)).scalars(),
                 *self._file_tables_of(conn)])
         return self._hidden
+
+    def _blinded_of(self, conn: Connection) -> str:
+        """Why the counts could be blinded on this database and role (read once:
+        :func:`.pgreads.blinders`)."""
+        if self._blinded is None:
+            self._blinded = pgreads.blinders(
+                lambda sql: _unstreamed(conn, sql),
+                (conn.dialect.server_version_info or (0,)) >= (15,))
+        return self._blinded
 
     def _file_tables_of(self, conn: Connection) -> frozenset[str]:
         """The foreign tables over the server's files and the views of them (read once)."""
@@ -1173,13 +1185,12 @@ def _plan_relations(plan: object) -> frozenset[str]:
     return frozenset(names)
 
 
-def _counters_before(conn: Connection) -> dict[str, int]:
+def _counters_before(conn: Connection, blinded: str) -> dict[str, int]:
     """The backend's counts of table reads so far (:func:`.pgreads.counters`), parallel
-    query off (:func:`.pgreads.serial`), and a savepoint for the statement counted after
-    them (:func:`_counted_after`)."""
+    query off (:func:`.pgreads.serial`; ``blinded``, why the counts could be blinded, is
+    raised), and a savepoint for the statement counted after them (:func:`_counted_after`)."""
     before = pgreads.counters(lambda sql: _unstreamed(conn, sql))
-    pgreads.serial(lambda sql: _unstreamed(conn, sql),
-                   (conn.dialect.server_version_info or (0,)) >= (15,))
+    pgreads.serial(lambda sql: _unstreamed(conn, sql), blinded)
     _unstreamed(conn, f"SAVEPOINT {pgreads.SAVEPOINT}")
     return before
 
