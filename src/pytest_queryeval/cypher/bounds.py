@@ -101,9 +101,10 @@ def _check_names(code: Sequence[Token]) -> None:
     for i, tok in enumerate(code):
         if tok.kind in ("word", "quoted") and len(tok.text) > MAX_NAME_CHARS:
             raise QueryRefused(f"the name at {where(tok)} has {len(tok.text):,} characters, "
-                               f"more than {MAX_NAME_CHARS}: a map's key is copied into "
-                               "every value and text it makes, which no bound of the "
-                               "guard's weighs")
+                               f"more than {MAX_NAME_CHARS}: any name can key a map (a "
+                               "variable does in a projection, n {x}), and a map's key is "
+                               "copied into every value and text it makes, which no bound "
+                               "of the guard's weighs")
         if tok.kind not in ("word", "quoted") or not i \
                 or tok.text.strip("`").upper() not in _CLAUSE_NAMES:
             continue
