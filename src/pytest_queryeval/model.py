@@ -138,6 +138,10 @@ class Case:
     gold_result_multi: bool = False
     #: Kind-specific options (``compare``, ``efficiency``, ``alpha``, ``match_on``, ``db_id``...).
     options: dict[str, Any] = field(default_factory=dict)
+    #: The metrics a suite gate in effect for the case bounds from above (``gates:
+    #: {tool_calls: {mean_max: 1}}``): an agent case's counts the record's shape lowered are
+    #: judged on what it holds there too (:func:`~.agents.scoring.gated_counts`).
+    gated_above: frozenset[str] = frozenset()
     #: The case mapping as written (plain data), for kinds that read more (SDMX conversations).
     #: An inline recorded result (``gold_result`` / ``predicted_result``) is left out once it
     #: is read into its table: :attr:`raw_encoded` keeps its JSON text instead.

@@ -122,16 +122,24 @@ def agent_scores(case: Case, context: Context, env: Envelope,
 
 def _gated(case: Case, env: Envelope, steps: Sequence[Step] | None,
            metrics: dict[str, float], details: dict[str, Any]) -> None:
-    """A count gate EvalBench's rule lowered (:func:`~.scoring.gated_counts`); one that
-    cannot be read leniently is the case's error, located at that threshold."""
+    """A count gate EvalBench's rule lowered (:func:`~.scoring.gated_counts`), by the case's
+    thresholds or by a suite gate's ceiling (``gates: {tool_calls: {mean_max: 1}}`` passed
+    three calls put on ``user`` messages with a mean of 0.6: the forty-seventh re-probe's
+    Q4); one that cannot be read leniently is the case's error, located at that threshold."""
+    import math
+
     from ..errors import ConfigError
+    from ..model import Threshold
     from .scoring import gated_counts
 
-    gate = gated_counts(case.thresholds, env, steps, metrics, details)
+    bounds: dict[str, Any] = {m: Threshold(m, max=math.inf) for m in case.gated_above}
+    bounds.update({m: t for m, t in case.thresholds.items() if t.max is not None})
+    gate = gated_counts(bounds, env, steps, metrics, details)
     if gate is not None:
+        key = f"thresholds.{gate}" if gate in case.thresholds else f"gates ({gate}, a suite's)"
         where = ConfigError(f"{gate}: the trajectory was refused ({env.refused}) and its "
                             "messages cannot be read", file=str(case.file), line=case.line,
-                            key=f"thresholds.{gate}")
+                            key=key)
         details.setdefault("uncounted",
                            f"the agent's counts could not be established: {where}")
 

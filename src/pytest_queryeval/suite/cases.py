@@ -609,6 +609,8 @@ class _Draft:
             if is_metric is None or is_metric(case.kind, metric):
                 resolved[metric] = bound
         case.thresholds = resolved
+        case.gated_above = frozenset(g.metric for g in reader.suite.gates.values()
+                                     if g.op == "<=")
         if self.kind_obj is not None:
             added, problem = apply_default(resolved, self.kind_obj, case,
                                            record_only=reader.suite.record_only)
