@@ -144,6 +144,30 @@ _CATALOGS: dict[str, str] = {
         " || '.' || quote_ident(p.relname), NULL FROM pg_inherits i JOIN pg_class c "
         "ON c.oid = i.inhrelid JOIN pg_namespace cn ON cn.oid = c.relnamespace "
         "JOIN pg_class p ON p.oid = i.inhparent JOIN pg_namespace pn ON pn.oid = p.relnamespace",
+        # and a read of a parent plans each child and partition, whose index expressions,
+        # CHECKs and partition keys the planner folds (a routine in a child's index read
+        # pg_stats for employee while ``SELECT count(*) FROM q3p1`` counted nothing: the
+        # forty-seventh re-probe's Q3)
+        "SELECT pn.nspname::text, p.relname::text, 'SELECT * FROM ' || quote_ident(cn.nspname)"
+        " || '.' || quote_ident(c.relname), NULL FROM pg_inherits i JOIN pg_class c "
+        "ON c.oid = i.inhrelid JOIN pg_namespace cn ON cn.oid = c.relnamespace "
+        "JOIN pg_class p ON p.oid = i.inhparent JOIN pg_namespace pn ON pn.oid = p.relnamespace",
+        f"SELECT n.nspname::text, c.relname::text, 'SELECT ' || pg_get_expr(t.partexprs, "
+        f"t.partrelid), NULL FROM pg_partitioned_table t JOIN pg_class c ON c.oid = t.partrelid "
+        f"JOIN pg_namespace n ON n.oid = c.relnamespace WHERE t.partexprs IS NOT NULL "
+        f"AND n.nspname NOT IN {_SYSTEM}",
+        f"SELECT n.nspname::text, c.relname::text, 'SELECT ' || quote_literal("
+        f"pg_get_statisticsobjdef(s.oid)), NULL FROM pg_statistic_ext s JOIN pg_class c "
+        f"ON c.oid = s.stxrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+        f"WHERE n.nspname NOT IN {_SYSTEM}",
+        # a range column's subtype_diff and canonical (the planner's estimates call them)
+        "SELECT n.nspname::text, c.relname::text, 'SELECT ' || quote_ident(p.proname) "
+        "|| '()', NULL FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_range r "
+        "ON r.rngtypid = a.atttypid JOIN pg_proc p ON p.oid OPERATOR(pg_catalog.=) ANY "
+        "(ARRAY[r.rngsubdiff, r.rngcanonical]::pg_catalog.oid[]) "
+        "WHERE a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped "
+        "AND p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid",
         # the planner evaluates a table's index expressions, partial-index predicates and
         # CHECK constraints when it plans a read of it (a partial index ON genre WHERE
         # ixp(), ixp reading employee, made every read of genre read employee: the
@@ -241,8 +265,9 @@ _CATALOGS: dict[str, str] = {
         f"JOIN pg_namespace n ON n.oid = t.typnamespace JOIN pg_attribute a "
         f"ON a.attrelid = t.typrelid JOIN pg_type at ON at.oid = a.atttypid "
         f"JOIN pg_namespace an ON an.oid = at.typnamespace "
-        f"WHERE t.typtype = 'c' AND at.typtype OPERATOR(pg_catalog.=) ANY "
-        f"(ARRAY['d', 'c']::pg_catalog.\"char\"[]) AND {_own('at.oid')}",
+        f"WHERE t.typtype = 'c' AND (at.typtype OPERATOR(pg_catalog.=) ANY "
+        f"(ARRAY['d', 'c']::pg_catalog.\"char\"[]) OR at.typcategory = 'A') "
+        f"AND {_own('at.oid')}",
     ])),
 }
 

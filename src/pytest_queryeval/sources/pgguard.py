@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..errors import QueryRefused, QuerySyntaxError, TableComputed
@@ -201,16 +201,75 @@ WHERE at.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
 """
 
 
+def _table_calls(obj: str, catalog: str, oid: str, tree: str | None, where: str) -> str:
+    """:data:`TABLE_ROUTINES_SQL`'s rows for the routines an object of a table calls: ``obj``,
+    a ``FROM`` of ``catalog``'s rows joined to the table ``c`` (``where`` names which), by
+    ``pg_depend`` of the object's ``oid`` and, with ``tree``, its stored node trees."""
+    calls = (_calls(catalog, oid, tree, "funcid|opfuncid") if tree else
+             f"SELECT d.refobjid AS f FROM pg_catalog.pg_depend d WHERE d.classid "
+             f"OPERATOR(pg_catalog.=) 'pg_catalog.{catalog}'::pg_catalog.regclass AND d.objid "
+             f"OPERATOR(pg_catalog.=) {oid} AND d.refclassid OPERATOR(pg_catalog.=) "
+             "'pg_catalog.pg_proc'::pg_catalog.regclass")
+    return f"""SELECT c.relname::pg_catalog.text, {_CALLED}
+FROM {obj}
+CROSS JOIN LATERAL ({calls}) k
+JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) k.f
+JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+WHERE {where} AND c.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid"""
+
+
+#: The database's tables as :data:`VIEW_ROUTINES_SQL` gives views: each routine the planner
+#: or a scan of a table runs unwritten (an index's expressions and predicate, a ``CHECK``, a
+#: partition key, a statistics object's expressions, which the planner folds; a row-level
+#: security policy; a range type's ``subtype_diff`` and ``canonical`` of a column), and as
+#: what it "reads" each inheritance child and partition, whose objects a read of the parent
+#: plans too. ``SELECT count(*) FROM cpar``, a child's index over an ``IMMUTABLE`` routine
+#: that ran ``DELETE`` and caught the refusal, signalled another session or set parallel
+#: query back on for its own read, was no write attempt and counted nothing (the
+#: forty-seventh re-probe's Q1, Q2, Q5).
+TABLE_ROUTINES_SQL = "\nUNION ALL\n".join([
+    _table_calls("pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid "
+                 "OPERATOR(pg_catalog.=) i.indrelid", "pg_class", "i.indexrelid",
+                 "pg_catalog.concat_ws(' ', i.indexprs, i.indpred)",
+                 "(i.indexprs IS NOT NULL OR i.indpred IS NOT NULL)"),
+    _table_calls("pg_catalog.pg_constraint o JOIN pg_catalog.pg_class c ON c.oid "
+                 "OPERATOR(pg_catalog.=) o.conrelid", "pg_constraint", "o.oid", "o.conbin",
+                 "o.contype OPERATOR(pg_catalog.=) 'c'"),
+    _table_calls("pg_catalog.pg_policy o JOIN pg_catalog.pg_class c ON c.oid "
+                 "OPERATOR(pg_catalog.=) o.polrelid", "pg_policy", "o.oid",
+                 "pg_catalog.concat_ws(' ', o.polqual, o.polwithcheck)", "true"),
+    _table_calls("pg_catalog.pg_class c", "pg_class", "c.oid", None,
+                 "c.relkind OPERATOR(pg_catalog.=) 'p'"),
+    _table_calls("pg_catalog.pg_statistic_ext o JOIN pg_catalog.pg_class c ON c.oid "
+                 "OPERATOR(pg_catalog.=) o.stxrelid", "pg_statistic_ext", "o.oid", None, "true"),
+    f"""SELECT c.relname::pg_catalog.text, {_CALLED}
+FROM pg_catalog.pg_attribute a
+JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) a.attrelid
+JOIN pg_catalog.pg_range r ON r.rngtypid OPERATOR(pg_catalog.=) a.atttypid
+JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) ANY
+     (ARRAY[r.rngsubdiff::pg_catalog.oid, r.rngcanonical::pg_catalog.oid])
+JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+WHERE a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped
+  AND c.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid""",
+    """SELECT p.relname::pg_catalog.text, c.relname::pg_catalog.text, '', '', '', false
+FROM pg_catalog.pg_inherits i
+JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid
+JOIN pg_catalog.pg_class p ON p.oid OPERATOR(pg_catalog.=) i.inhparent"""])
+
+
 def volatile_views(rows: Iterable[tuple[str, str, str, str, str, bool]],
-                   hidden: Callable[[], dict[str, str]], noun: str = "view") -> dict[str, str]:
+                   hidden: Callable[[], dict[str, str]], noun: str = "view",
+                   found_before: Mapping[str, str] | None = None) -> dict[str, str]:
     """The database's views (:data:`VIEW_ROUTINES_SQL`'s rows), lower-cased, whose rule calls
     a routine a predicted query may not call by name (volatile outside
     :data:`VOLATILE_ALLOWED`, or one of the database's in ``hidden()``, read only when a
     view calls one of those: :func:`hidden_volatile`'s), directly or through
     the views they read, each with what it calls: ``SELECT n FROM kv45``, ``kv45`` a view over
     a VOLATILE routine calling ``pg_terminate_backend``, ended a concurrent run's session,
-    where ``SELECT kfn()`` was refused (the forty-fifth re-probe's N9)."""
-    found: dict[str, str] = {}
+    where ``SELECT kfn()`` was refused (the forty-fifth re-probe's N9). ``found_before``: the
+    relations found so of another kind (tables, for the views over them); the result holds
+    them too."""
+    found: dict[str, str] = dict(found_before or {})
     reads: list[tuple[str, str]] = []
     for view, relation, schema, name, volatility, own in rows:
         view = str(view).lower()
@@ -223,7 +282,8 @@ def volatile_views(rows: Iterable[tuple[str, str, str, str, str, bool]],
             found.setdefault(view, f"calls {name}(), declared STABLE or IMMUTABLE but " + (
                 "running what no reading here follows" if inner == "?" else
                 f"calling {inner}(), which is volatile"))
-    while more := {v: f"reads {noun} {r}, which {found[r]}" for v, r in reads
+    while more := {v: f"reads {'' if r in (found_before or {}) else noun + ' '}{r}, which "
+                      f"{found[r]}" for v, r in reads
                    if r in found and v not in found}:
         found.update(more)
     return found

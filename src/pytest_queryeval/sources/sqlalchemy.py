@@ -434,6 +434,8 @@ class SqlAlchemySource(SourceDefaults):
         before: dict[str, int] | None = None
         try:
             self._begin(conn, timeout)
+            # planning folds what a table's index, CHECK or partition key calls (Q1, Q2, Q5)
+            self._vet_relations(conn, query)
             before = _counters_before(conn, self._blinded_of(conn))
             rows = conn.exec_driver_sql(
                 *_driver_statement(conn, "EXPLAIN (FORMAT JSON, VERBOSE) " + query)).fetchall()
@@ -655,18 +657,26 @@ class SqlAlchemySource(SourceDefaults):
                                "query would (refused there too)")
 
     def _volatile_views_of(self, conn: Connection) -> dict[str, str]:
-        """The database's views and domains that call a routine a query may not call by
-        name (read once: :func:`pgguard.volatile_views`), each with what is said of it."""
+        """The database's views, domains and tables that call a routine a query may not call
+        by name (read once: :func:`pgguard.volatile_views`), each with what is said of it: a
+        view over such a table is one too."""
         from sqlalchemy import text
 
-        from .pgguard import DOMAIN_ROUTINES_SQL, VIEW_ROUTINES_SQL, volatile_views
+        from . import pgguard
 
         if self._volatile_views is None:
             found: dict[str, str] = {}
-            for noun, sql in (("domain", DOMAIN_ROUTINES_SQL), ("view", VIEW_ROUTINES_SQL)):
-                found.update({name: f"{noun} {name} {why}" for name, why in volatile_views(
-                    conn.execute(text(sql)).all(), lambda: self._hidden_of(conn),
-                    noun).items()})
+            tables: dict[str, str] = {}
+            for noun, sql in (("domain", pgguard.DOMAIN_ROUTINES_SQL),
+                              ("table", pgguard.TABLE_ROUTINES_SQL),
+                              ("view", pgguard.VIEW_ROUTINES_SQL)):
+                said = pgguard.volatile_views(conn.execute(text(sql)).all(),
+                                      lambda: self._hidden_of(conn), noun,
+                                      tables if noun == "view" else None)
+                found.update({name: f"{noun} {name} {why}" for name, why in said.items()
+                              if name not in found})
+                if noun == "table":
+                    tables = said
             self._volatile_views = found
         return self._volatile_views
 
