@@ -39,8 +39,10 @@ _CLAUSES = "clauses"
 _OPERATORS = "operators"
 _PRODUCT = "product of"
 _CHAIN = "p=(a)-[*]-(b)-[*]-(c)-[*]-(d)-[*]-(e)"
-_HOPS = "relationships, more than 8"
+_HOPS = "relationships in all.*more than 8"
 _VARIABLE = "variable-length relationships"
+#: a form the relationship count now refuses first (the forty-seventh round)
+_EITHER = f"{_VARIABLE}|{_HOPS}"
 
 #: (the query, a word of its refusal)
 REFUSED = {
@@ -87,10 +89,10 @@ REFUSED = {
         f"-[]-(x{i})" for i in range(999)) + " | 1]) AS c", _HOPS),
     "e5-segments-over-clauses": ("MATCH p=(a)-[*]-(b) MATCH q=(b)-[*]-(c) MATCH r=(c)-[*]-(d) "
                                  "MATCH s=(d)-[*]-(e) WITH s ORDER BY s RETURN count(*) AS c",
-                                 _VARIABLE),
+                                 _EITHER),
     "e5-three-and-unwind": ("MATCH p=(a)-[*]-(b) MATCH q=(b)-[*]-(c) MATCH r=(c)-[*]-(d) "
                             "UNWIND range(1,20) AS k WITH r ORDER BY r RETURN count(*) AS c",
-                            _VARIABLE),
+                            _EITHER),
     "e6-twelve-hops": ("MATCH (a)" + "".join(f"-[]-(x{i})" for i in range(12))
                        + " RETURN count(*) AS c", _HOPS),
     "e6-hops-past-maps": ("MATCH (a)" + "".join(f"-[]-(x{i} {{k: [1], j: toString(1)}})"
@@ -98,7 +100,7 @@ REFUSED = {
                           + " RETURN count(*) AS c", _HOPS),
     # top-k of four unbounded segments (held, but no honest query: the cap takes it)
     "e5-chain-top-k": (f"MATCH {_CHAIN} WITH p ORDER BY p LIMIT 10 RETURN count(*) AS n",
-                       _VARIABLE),
+                       _EITHER),
 }
 
 #: Honest queries beside them: sent (the C2 and C4 forms were refused before).

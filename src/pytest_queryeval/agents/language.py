@@ -116,14 +116,9 @@ def parsed_types(text: str) -> list[str] | None:
             return [s.type.name for s in duckdb.extract_statements(text)] or None
         except Exception:  # DuckDB raises a parser error of its own per failure
             pass
-    try:
-        import pglast
-    except ImportError:
-        return None
-    try:
-        return [type(s.stmt).__name__ for s in pglast.parse_sql(text)] or None
-    except Exception:  # pglast.parser.ParseError, or its own errors for odd input
-        return None
+    from ..sources.pgguard import statement_types
+
+    return statement_types(text)
 
 
 def _duckdb() -> Any:

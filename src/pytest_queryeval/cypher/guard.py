@@ -46,6 +46,12 @@ from .regexes import check_regexes
 #: Clauses that reach outside the graph: refused before execution, read-only database or not.
 OUTSIDE = frozenset({"EXPORT", "IMPORT", "COPY", "LOAD", "INSTALL", "UNINSTALL", "ATTACH",
                      "USE", "BEGIN", "COMMIT", "ROLLBACK", "CHECKPOINT"})
+#: ladybug's table functions over the host's files and disks, which ``LOAD FROM`` binds to
+#: and ``CALL`` reaches unnamed by it (``CALL read_csv_serial('/etc/passwd') RETURN *``
+#: reached the reader and crashed the worker: the forty-seventh re-probe's F2); any
+#: ``read_`` or ``copy_`` function, an extension's too.
+FILE_FUNCTIONS = frozenset({"file_info", "disk_info", "disk_size_info"})
+FILE_FUNCTION_PREFIXES = ("read_", "copy_")
 #: Clauses that write to the graph or its schema: the read-only engine refuses them.
 WRITES = frozenset({"CREATE", "MERGE", "SET", "DELETE", "REMOVE", "DROP", "ALTER", "DETACH"})
 #: The words a Cypher query starts with (what a model's answer is recognised by).
@@ -206,10 +212,15 @@ def check(query: str) -> None:
                 raise QueryRefused(f"CALL {nxt[0].text}= at {where(tok)} changes a setting "
                                    "of the connection: only read-only queries are executed")
     for i, tok in enumerate(code):  # the seventh re-probe: the host's temporary path
-        if tok.kind in ("word", "quoted") and tok.text.strip("`").lower() == "current_setting" \
-                and i + 1 < len(code) and code[i + 1].text == "(":
+        if tok.kind not in ("word", "quoted") or i + 1 >= len(code) or code[i + 1].text != "(":
+            continue
+        name = tok.text.strip("`").lower()
+        if name == "current_setting":
             raise QueryRefused(f"current_setting() at {where(tok)} reads the connection's "
                                "settings (the host's file paths): only the graph is read")
+        if name in FILE_FUNCTIONS or name.startswith(FILE_FUNCTION_PREFIXES):
+            raise QueryRefused(f"{tok.text.strip('`')}() at {where(tok)} reads the host's files "
+                               "(the table function LOAD FROM binds to): only the graph is read")
 
 
 #: Clauses a server runs that no read needs: privileges, server and database administration,
@@ -540,27 +551,38 @@ def _check_size(code: list[Token]) -> None:
     _check_paths(code, any(t.text.upper() == "UNWIND" for t in clauses))
 
 
-#: The most relationships one path pattern may chain (anywhere: a ``MATCH``, a pattern
-#: comprehension, a ``WHERE``), and the most variable-length relationships a query may hold
+#: The most relationships the query's path patterns may chain in all (anywhere: a ``MATCH``,
+#: a pattern comprehension, a ``WHERE``), a variable-length one weighing
+#: :data:`VARIABLE_LENGTH_WEIGHT`, and the most variable-length relationships a query may hold
 #: (one fewer when it also unwinds a list). FalkorDB's work grows with each hop's fan-out
 #: before its timeout is checked: ``MATCH (a)-[]-(x0)-...-[]-(x11)`` (12 untyped hops) held a
 #: 3 s server past 40 s (10 hops 2.1 s, 8 hops 0.12 s), 999 hops in a pattern comprehension
 #: 10 s; four ``MATCH`` clauses of one variable-length relationship each, sorted, 13 s, and
 #: a chain of two sorted after ``UNWIND range(1,300)`` 6.5 s (the forty-sixth re-probe's
-#: second round, E1 to E6). An honest query chains a few hops and one or two such ranges.
+#: second round, E1 to E6). The same hops split into patterns that share a node are the same
+#: traversal: two chains of 6 joined by a comma or a second ``MATCH`` held it past 43 s, 600
+#: one-hop pattern comprehensions as columns 32 s, and four fixed hops after two
+#: variable-length ones, sorted, 6.6 s (the forty-seventh re-probe's F1, F5, F4). An honest
+#: query chains a few hops and one or two such ranges.
 MAX_HOPS = 8
+VARIABLE_LENGTH_WEIGHT = 3
 MAX_VARIABLE_LENGTH = 2
 
 
 def _check_paths(code: list[Token], unwinds: bool) -> None:
-    """Refuse a path pattern past :data:`MAX_HOPS` relationships, or a query past
+    """Refuse a query whose path patterns chain past :data:`MAX_HOPS` relationships in all
+    (a variable-length one counting :data:`VARIABLE_LENGTH_WEIGHT`), or past
     :data:`MAX_VARIABLE_LENGTH` variable-length relationships (past one less when it has an
     ``UNWIND``, which multiplies the rows they make)."""
-    longest, variable = _paths(code)
+    hops, variable = _paths(code)
     why = "FalkorDB expands them before it checks its timeout"
-    if longest > MAX_HOPS:
-        raise QueryRefused(f"a path pattern of the query chains {longest:,} relationships, more "
-                           f"than {MAX_HOPS}: {why}")
+    weight = hops + (VARIABLE_LENGTH_WEIGHT - 1) * variable
+    if weight > MAX_HOPS:
+        raise QueryRefused(
+            f"the query's path patterns chain {hops:,} relationships in all"
+            + (f" ({variable} of variable length, each weighing {VARIABLE_LENGTH_WEIGHT})"
+               if variable else "")
+            + f", more than {MAX_HOPS}: {why}")
     most = MAX_VARIABLE_LENGTH - (1 if unwinds else 0)
     if variable > most:
         raise QueryRefused(f"the query has {variable} variable-length relationships"
@@ -568,29 +590,20 @@ def _check_paths(code: list[Token], unwinds: bool) -> None:
 
 
 def _paths(code: list[Token]) -> tuple[int, int]:
-    """The most relationships chained in one path pattern, and how many of the query's
-    relationships are of variable length (``*`` in the brackets). A chain is counted at its
-    own bracket depth, so what a node's property map holds does not break it."""
-    longest = variable = depth = i = 0
-    counts: dict[int, int] = {}
+    """How many relationships the query's path patterns chain (``-``, ``-[...]-`` between
+    two node patterns, anywhere), and how many of them are of variable length (``*`` in the
+    brackets)."""
+    hops = variable = i = 0
     while i < len(code):
         tok = code[i]
-        if tok.kind == "punct" and tok.text in _OPEN:
-            depth += 1
-        elif tok.kind == "punct" and tok.text in _CLOSE:
-            counts = {d: n for d, n in counts.items() if d < depth}
-            depth -= 1
-            hop = _hop(code, i + 1) if tok.text == ")" else None
-            if hop is not None:
-                end, starred = hop
-                counts[depth] = counts.get(depth, 0) + 1
-                longest, variable = max(longest, counts[depth]), variable + starred
-                i = end  # the next node's parenthesis
-                continue
-        elif tok.kind == "word" or tok.text in (",", "|"):
-            counts.pop(depth, None)
+        hop = _hop(code, i + 1) if tok.kind == "punct" and tok.text == ")" else None
+        if hop is not None:
+            end, starred = hop
+            hops, variable = hops + 1, variable + starred
+            i = end  # the next node's parenthesis
+            continue
         i += 1
-    return longest, variable
+    return hops, variable
 
 
 def _hop(code: list[Token], j: int) -> tuple[int, bool] | None:

@@ -432,6 +432,27 @@ def _parse(sql: str) -> dict[str, Any] | None:
     return tree
 
 
+def statement_types(sql: str) -> list[str] | None:
+    """The types of ``sql``'s statements as PostgreSQL's parser reads them (``SelectStmt``,
+    ``DeleteStmt``...), or None when it cannot (a syntax error, no pglast). From the parser's
+    JSON, read without recursion (:func:`_loads`): ``pglast.parse_sql`` builds Python objects
+    as deep as the tree, and a 64 KB ``SELECT 1+1+...+1 !! 1`` crashed the pytest process
+    (the forty-seventh re-probe's Q8)."""
+    try:
+        from pglast import parser
+    except ImportError:
+        return None
+    try:
+        tree = _loads(parser.parse_sql_json(sql))
+    except Exception:  # a syntax error, the parser's stack depth, an invalid encoding
+        return None
+    stmts = tree.get("stmts") if isinstance(tree, dict) else None
+    if not isinstance(stmts, list):
+        return None
+    return [next(iter(s["stmt"]), "") for s in stmts
+            if isinstance(s, dict) and isinstance(s.get("stmt"), dict)] or None
+
+
 def _loads(text: str) -> Any:
     """``json.loads`` without recursion: the tree of ``SELECT 1+1+...`` is as deep as the sum
     is long, deeper than Python's recursion limit long before the parser's own."""
