@@ -8,7 +8,7 @@ expression. Such a routine that set parallel query back on (names built at run t
 ``force_parallel_mode``) read employee uncounted (Q1, Q1b); one that ran ``DELETE`` and caught
 the refusal was no write attempt (Q2); one that read employee's values from ``pg_stats``
 counted nothing (Q3); one that built ``pg_terminate_backend``'s name ended another session
-(Q5). A table whose index, ``CHECK``, partition key, statistics object, policy or range
+(Q5); one that caught the cancel ran on after the case (Q7). A table whose index, ``CHECK``, partition key, statistics object, policy or range
 column calls what a query may not call by name is now refused as such a view is, its parents
 and the views over it too, before the plan is asked for; and the catalog's reading of what a
 relation brings follows a parent to its children, a partition key, a statistics object, a
@@ -46,6 +46,10 @@ _BODIES = {
                "RAISE NOTICE 'caught: %', SQLERRM; END;"),
     "caughtvol": "PERFORM public.q47catch();",
     "signal": _SIGNAL,
+    # Q7: it outlives the cancel (and the dropped connection, with its own SET
+    # client_connection_check_interval = 0), running on after the case
+    "cancel": ("LOOP BEGIN PERFORM pg_catalog.pg_sleep(0.2); EXCEPTION WHEN query_canceled "
+               "THEN NULL; END; END LOOP;"),
 }
 _HONEST = "SELECT count(*) AS n FROM genre"
 

@@ -299,6 +299,11 @@ def file_relations(rows: Iterable[tuple[str, str]]) -> frozenset[str]:
     return frozenset(found)
 
 
+#: A PL/pgSQL handler of the cancel (``WHEN query_canceled``, ``SQLSTATE '57014'``; ``OTHERS``
+#: leaves it out).
+_IGNORES_CANCEL = re.compile(r"(?i)(?<![\w$])query_canceled(?![\w$])|57014")
+
+
 def hidden_volatile(routines: Iterable[tuple[str, str, str, str]],
                     volatile: Iterable[str]) -> dict[str, str]:
     """The database's routines declared ``STABLE`` or ``IMMUTABLE`` (a volatile one is
@@ -307,8 +312,11 @@ def hidden_volatile(routines: Iterable[tuple[str, str, str, str]],
     builtin: ``rf(text)``, a STABLE definer routine over ``pg_read_file``, gave the host's
     files, and ``lockit()`` took an advisory lock (the forty-first re-probe's O7, M3). A body
     that builds its statement at run time (``EXECUTE``), is in a language no reading here
-    follows, or holds a Unicode-escaped name is such a routine too (``?``). A ``LANGUAGE
-    internal`` routine's body is the builtin's name (``my_read`` for ``pg_read_file``)."""
+    follows, or holds a Unicode-escaped name is such a routine too (``?``), as is one that
+    catches ``query_canceled``: it outlives the timeout's cancel, and with its own ``SET
+    client_connection_check_interval = 0`` the dropped connection too, running on the server
+    after the case ended (the forty-seventh re-probe's Q7). A ``LANGUAGE internal`` routine's
+    body is the builtin's name (``my_read`` for ``pg_read_file``)."""
     rows = [(str(n).lower(), str(v), str(lang), str(body or "")) for n, v, lang, body in routines]
     # and the database's own volatile routines (a STABLE routine over a VOLATILE definer one
     # over pg_read_file: the forty-second re-probe's Q6)
@@ -316,7 +324,8 @@ def hidden_volatile(routines: Iterable[tuple[str, str, str, str]],
     found: dict[str, str] = {}
     for name, volatility, lang, body in rows:
         unread = lang not in ("sql", "plpgsql", "internal") or "u&" in body.lower() or (
-            lang == "plpgsql" and re.search(r"(?i)(?<![\w$])execute(?![\w$])", body))
+            lang == "plpgsql" and (re.search(r"(?i)(?<![\w$])execute(?![\w$])", body)
+                                   or _IGNORES_CANCEL.search(body)))
         if volatility != "v" and lang != "c" and unread:
             found[name] = "?"
     while True:  # through the routines that call such a one

@@ -736,7 +736,8 @@ class SqlAlchemySource(SourceDefaults):
                 raise QueryRefused(
                     f"function {name}() of the database is declared STABLE or IMMUTABLE but "
                     + ("runs what no reading here follows (a statement built at run time, "
-                       "another language, a Unicode-escaped name)" if calls == "?" else
+                       "another language, a Unicode-escaped name, a handler of the cancel)"
+                       if calls == "?" else
                        f"calls {calls}(), which is volatile")
                     + ": it may change state, or read the server's files, past the "
                       "rolled-back read-only transaction")
