@@ -12,7 +12,9 @@ variable-length relationship weighs three hops of the eight.
 
 F2 (``type: ladybug``): ``CALL read_csv_serial('/etc/passwd') RETURN *`` reached the file
 reader that ``LOAD FROM`` binds to (the worker crashed on it); every file-reading table
-function is refused by name.
+function is refused by name. F7: ``CALL project_graph_cypher('G', '<a query>')`` ran a Cypher
+text the guard never read (its ``LOAD FROM`` stopped only by the worker's file sandbox); the
+procedures that take a query as text or keep a projected graph are refused too.
 """
 
 from __future__ import annotations
@@ -80,6 +82,9 @@ FILE_CALLS = [
     "CALL read_npy('/etc/passwd') RETURN *",
     "CALL `file_info`('/etc/passwd') RETURN *",
     "MATCH (n) CALL read_csv_serial('/etc/hostname') RETURN count(*) AS c",
+    # F7: a Cypher text as a string, which the guard never read
+    "CALL project_graph_cypher('G', 'MATCH (n) LOAD FROM ''/etc/passwd'' RETURN *')",
+    "CALL project_graph('G', ['Person'], ['ACTED_IN'])",
 ]
 
 
@@ -88,7 +93,7 @@ def test_a_file_reading_table_function_is_refused(query: str) -> None:
     """Before: sent to the engine, whose reader crashed the worker (SIGSEGV)."""
     from pytest_queryeval.cypher import guard
 
-    with pytest.raises(QueryRefused, match="reads the host's files"):
+    with pytest.raises(QueryRefused, match=r"reads the host's files|runs a query given as text"):
         guard.check(query)
 
 

@@ -111,8 +111,10 @@ def test_a_python_source_answering_deep_nesting_gives_located_results(
 
 def test_a_predictions_file_nested_near_and_past_the_bound(pytester: pytest.Pytester) -> None:
     """195 levels in a predictions file: the case is a located prediction error, the other
-    cases run. 2,000 levels: the file is refused as for a line that is not JSON, its line
-    named (before: an INTERNALERROR of the decoder, no report)."""
+    cases run. 300 and 2,000 levels (past the decoder's own stack): that line's case is the
+    error, its line named, the others run (before: an INTERNALERROR of the decoder, no
+    report; then every case of the file an error, the forty-seventh re-probe's O2). A line
+    whose id cannot be read makes the file refused, as a line that is not JSON does."""
     lines = [{"id": "ok", "predicted": "SELECT 1"},
              {"id": "deep_result", "predicted": "SELECT 1", "trajectory": [
                  CALL, {"role": "tool", "tool_call_id": "a", "content": deep(190)}]},
@@ -125,11 +127,21 @@ def test_a_predictions_file_nested_near_and_past_the_bound(pytester: pytest.Pyte
                                "deep_predicted": "error"}
     assert report.by_id["deep_result"]["details"]["agent"]["refused"] == (
         "trajectory: nested deeper than 32 levels")
-    deepest = '{"id": "deep_predicted", "predicted": ' + "[" * 2000 + '"x"' + "]" * 2000 + "}"
+    for depth in (300, 2000):
+        deepest = '{"id": "deep_predicted", "predicted": ' + "[" * depth + '"x"' + "]" * depth \
+            + "}"
+        (pytester.path / "preds.jsonl").write_text(
+            "".join(json.dumps(x) + "\n" for x in lines[:3]) + deepest + "\n")
+        result, report = run_report(pytester, "-p", "no:cacheprovider", fresh=True)
+        assert "RecursionError" not in result.stdout.str()
+        assert report.outcomes == {"ok": "passed", "deep_result": "passed",
+                                   "deep_extra": "passed", "deep_predicted": "error"}, depth
+        assert report.by_id["deep_predicted"]["error"] == (
+            "prediction error: preds.jsonl:4: invalid JSON: nested deeper than 200 levels")
+    unnamed = '{"predicted": ' + "[" * 2000 + '"x"' + "]" * 2000 + ', "id": "deep_predicted"}'
     (pytester.path / "preds.jsonl").write_text(
-        "".join(json.dumps(x) + "\n" for x in lines[:3]) + deepest + "\n")
+        "".join(json.dumps(x) + "\n" for x in lines[:3]) + unnamed + "\n")
     result, report = run_report(pytester, "-p", "no:cacheprovider", fresh=True)
-    assert "RecursionError" not in result.stdout.str()
     assert set(report.outcomes.values()) == {"error"}  # as for a line that is not JSON
     assert report.by_id["ok"]["error"] == (
         "prediction error: preds.jsonl:4: invalid JSON: nested deeper than 200 levels")

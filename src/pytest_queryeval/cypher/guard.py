@@ -52,6 +52,10 @@ OUTSIDE = frozenset({"EXPORT", "IMPORT", "COPY", "LOAD", "INSTALL", "UNINSTALL",
 #: ``read_`` or ``copy_`` function, an extension's too.
 FILE_FUNCTIONS = frozenset({"file_info", "disk_info", "disk_size_info"})
 FILE_FUNCTION_PREFIXES = ("read_", "copy_")
+#: ladybug's procedures that run a Cypher text given as a string (``project_graph_cypher('G',
+#: 'MATCH ... LOAD FROM ...')``: the guard never read it, the forty-seventh re-probe's F7) or
+#: keep a projected graph in the connection for the next case.
+TEXT_FUNCTIONS = frozenset({"project_graph_cypher", "project_graph", "drop_projected_graph"})
 #: Clauses that write to the graph or its schema: the read-only engine refuses them.
 WRITES = frozenset({"CREATE", "MERGE", "SET", "DELETE", "REMOVE", "DROP", "ALTER", "DETACH"})
 #: The words a Cypher query starts with (what a model's answer is recognised by).
@@ -218,6 +222,10 @@ def check(query: str) -> None:
         if name == "current_setting":
             raise QueryRefused(f"current_setting() at {where(tok)} reads the connection's "
                                "settings (the host's file paths): only the graph is read")
+        if name in TEXT_FUNCTIONS:
+            raise QueryRefused(f"{tok.text.strip('`')}() at {where(tok)} runs a query given as "
+                               "text, which no guard reads, or keeps a graph in the connection: "
+                               "only the query as written is executed")
         if name in FILE_FUNCTIONS or name.startswith(FILE_FUNCTION_PREFIXES):
             raise QueryRefused(f"{tok.text.strip('`')}() at {where(tok)} reads the host's files "
                                "(the table function LOAD FROM binds to): only the graph is read")

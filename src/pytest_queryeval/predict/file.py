@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -34,6 +35,10 @@ def _text(path: Path, name: str) -> str:
 class MissingTurn(PredictionError):
     """The file holds rows for a conversation but none for this turn: the turn is scored as
     ``missing`` (:mod:`..engine.conversation`), not as the suite's error."""
+
+
+#: A row's ``id`` written as its first key, read where the decoder cannot read the row.
+_FIRST_ID = re.compile(r'\s*\{\s*"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?[0-9]+)\s*,')
 
 
 class FilePredictor:
@@ -67,6 +72,8 @@ class FilePredictor:
         #: by id; and the same for the whole file (a ``.json`` file, whose rows cannot be told).
         self._repeated: dict[str, str] = {}
         self._twice_file: str | None = None
+        #: Why a row cannot be read (nested too deep), by the id it gives.
+        self._broken: dict[str, str] = {}
 
     def _load(self) -> None:
         entries: dict[str, dict[str, Any]] = {}
@@ -87,8 +94,8 @@ class FilePredictor:
                         except RecursionError:  # the decoder's own stack: an INTERNALERROR
                             row = DEEP
                         if row is DEEP or depth_exceeds(row, MAX_JSON_DEPTH):
-                            raise PredictionError(f"{name}:{lineno}: invalid JSON: nested "
-                                                  f"deeper than {MAX_JSON_DEPTH} levels")
+                            self._too_deep(row, f"{name}:{lineno}", line)
+                            continue
                         self._add(entries, row, f"{name}:{lineno}", lineno)
                         if twice and isinstance(row, dict):
                             self._twice(row, f"{name}:{lineno}", twice[0])
@@ -125,6 +132,19 @@ class FilePredictor:
         except OSError as exc:
             self._error = f"cannot read predictions file {name}: {exc}"
         self._entries = entries
+
+    def _too_deep(self, row: object, where: str, line: str | None = None) -> None:
+        """A row nested deeper than :data:`MAX_JSON_DEPTH`: its case's error when its ``id``
+        can be read (one such line made every case of the file an error: the forty-seventh
+        re-probe's O2), the file's otherwise."""
+        why = f"{where}: invalid JSON: nested deeper than {MAX_JSON_DEPTH} levels"
+        case_id = next((row[k] for k in _ID_KEYS if k in row), None) \
+            if isinstance(row, dict) else None
+        if row is DEEP and line is not None and (first := _FIRST_ID.match(line)):
+            case_id = json.loads(first[1])  # too deep for the decoder: an id written first
+        if not isinstance(case_id, str | int) or isinstance(case_id, bool):
+            raise PredictionError(why)
+        self._broken.setdefault(str(case_id), why)
 
     def _add(self, entries: dict[str, dict[str, Any]], row: object, where: str, lineno: int,
              ) -> None:
@@ -184,6 +204,8 @@ class FilePredictor:
             lines = ", ".join(map(str, self._dupes[case.id]))
             raise PredictionError(f"case id {case.id!r} appears more than once in {self.path} "
                                   f"(lines {lines})")
+        if (broken := self._broken.get(case.id, self._broken.get(case.fanned_from or ""))):
+            raise PredictionError(broken)
         if case.agent is not None:
             why = self._twice_file or self._repeated.get(case.id) or \
                 self._repeated.get(case.fanned_from or case.id)
