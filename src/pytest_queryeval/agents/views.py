@@ -13,6 +13,9 @@ PostgreSQL's functions, aggregates, operators, casts and domains, whose bodies n
 (``SELECT emp_count()``, a ``STABLE`` PL/pgSQL function over employee, gave its count with
 0: the thirty-seventh re-probe's H5). The catalog is read once a datasource, as a gold is
 (trusted); a catalog that cannot be read leaves the count unknown, never lower.
+
+Why one module of this size: each engine's catalog query (:data:`_CATALOGS`) and the reading
+of its rows (:func:`_catalog`) are one account, a route a re-probe found added to both at once.
 """
 
 from __future__ import annotations

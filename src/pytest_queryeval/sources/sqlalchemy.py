@@ -658,19 +658,19 @@ class SqlAlchemySource(SourceDefaults):
 
     def _volatile_views_of(self, conn: Connection) -> dict[str, str]:
         """The database's views, domains and tables that call a routine a query may not call
-        by name (read once: :func:`pgguard.volatile_views`), each with what is said of it: a
+        by name (read once: :func:`pgroutes.volatile_views`), each with what is said of it: a
         view over such a table is one too."""
         from sqlalchemy import text
 
-        from . import pgguard
+        from . import pgroutes
 
         if self._volatile_views is None:
             found: dict[str, str] = {}
             tables: dict[str, str] = {}
-            for noun, sql in (("domain", pgguard.DOMAIN_ROUTINES_SQL),
-                              ("table", pgguard.TABLE_ROUTINES_SQL),
-                              ("view", pgguard.VIEW_ROUTINES_SQL)):
-                said = pgguard.volatile_views(conn.execute(text(sql)).all(),
+            for noun, sql in (("domain", pgroutes.DOMAIN_ROUTINES_SQL),
+                              ("table", pgroutes.TABLE_ROUTINES_SQL),
+                              ("view", pgroutes.VIEW_ROUTINES_SQL)):
+                said = pgroutes.volatile_views(conn.execute(text(sql)).all(),
                                       lambda: self._hidden_of(conn), noun,
                                       tables if noun == "view" else None)
                 found.update({name: f"{noun} {name} {why}" for name, why in said.items()
