@@ -127,6 +127,12 @@ def file_relations(rows: Iterable[tuple[str, str]]) -> frozenset[str]:
 #: A PL/pgSQL handler of the cancel (``WHEN query_canceled``, ``SQLSTATE '57014'``; ``OTHERS``
 #: leaves it out).
 _IGNORES_CANCEL = re.compile(r"(?i)(?<![\w$])query_canceled(?![\w$])|57014")
+#: A statement that changes data, written in a body: a non-volatile routine's is refused by
+#: PL/pgSQL itself, which the routine may catch (``BEGIN DELETE FROM genre; EXCEPTION WHEN
+#: OTHERS ...`` behind a child's index was no write attempt: the forty-seventh re-probe's R1).
+_WRITES = re.compile(r"(?i)(?<![\w$])(?:insert\s+into|update\s+\S+\s+set|delete\s+from|"
+                     r"merge\s+into|truncate|for\s+(?:no\s+key\s+)?update|for\s+(?:key\s+)?share"
+                     r"|copy\s+\S+\s+(?:from|to)|lock\s+table|nextval|setval)(?![\w$])")
 
 
 def hidden_volatile(routines: Iterable[tuple[str, str, str, str]],
@@ -140,7 +146,8 @@ def hidden_volatile(routines: Iterable[tuple[str, str, str, str]],
     follows, or holds a Unicode-escaped name is such a routine too (``?``), as is one that
     catches ``query_canceled``: it outlives the timeout's cancel, and with its own ``SET
     client_connection_check_interval = 0`` the dropped connection too, running on the server
-    after the case ended (the forty-seventh re-probe's Q7). A ``LANGUAGE internal`` routine's
+    after the case ended (the forty-seventh re-probe's Q7), and one whose body writes
+    (:data:`_WRITES`). A ``LANGUAGE internal`` routine's
     body is the builtin's name (``my_read`` for ``pg_read_file``)."""
     rows = [(str(n).lower(), str(v), str(lang), str(body or "")) for n, v, lang, body in routines]
     # and the database's own volatile routines (a STABLE routine over a VOLATILE definer one
@@ -150,7 +157,8 @@ def hidden_volatile(routines: Iterable[tuple[str, str, str, str]],
     for name, volatility, lang, body in rows:
         unread = lang not in ("sql", "plpgsql", "internal") or "u&" in body.lower() or (
             lang == "plpgsql" and (re.search(r"(?i)(?<![\w$])execute(?![\w$])", body)
-                                   or _IGNORES_CANCEL.search(body)))
+                                   or _IGNORES_CANCEL.search(body))) or (
+            lang in ("sql", "plpgsql") and _WRITES.search(body))
         if volatility != "v" and lang != "c" and unread:
             found[name] = "?"
     while True:  # through the routines that call such a one
@@ -264,6 +272,30 @@ def _parse(sql: str) -> dict[str, Any] | None:
     if not isinstance(tree, dict):
         raise QueryRefused("PostgreSQL's parser returned no statement tree")
     return tree
+
+
+def tree_names(sql: str) -> set[str]:
+    """Every name and string of ``sql`` as PostgreSQL's parser reads them, lower-cased
+    (``U&"kp\\0061r"`` is ``kpar``, ``"k par"`` one name, an operator its symbol), or an
+    empty set when it cannot: what a query reaches beside its words (the forty-seventh
+    re-probe's R2). Read without recursion, as :func:`statement_types` reads."""
+    try:
+        from pglast import parser
+
+        tree = _loads(parser.parse_sql_json(sql))
+    except Exception:  # a syntax error, the parser's stack depth, no pglast
+        return set()
+    names: set[str] = set()
+    stack: list[Any] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            names.update(node[k].lower() for k in ("sval", "relname")
+                         if isinstance(node.get(k), str))
+            stack.extend(v for v in node.values() if isinstance(v, dict | list))
+        elif isinstance(node, list):
+            stack.extend(node)
+    return names
 
 
 def statement_types(sql: str) -> list[str] | None:

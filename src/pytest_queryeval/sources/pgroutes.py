@@ -12,11 +12,13 @@ catalog, one SQL text per kind of object, and grew with each route a re-probe fo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 
 from .pgguard import VOLATILE_ALLOWED
 
-__all__ = ["DOMAIN_ROUTINES_SQL", "TABLE_ROUTINES_SQL", "VIEW_ROUTINES_SQL", "volatile_views"]
+__all__ = ["CAST_ROUTINES_SQL", "DOMAIN_ROUTINES_SQL", "OPERATOR_ROUTINES_SQL", "TABLE_ROUTINES_SQL",
+           "VIEW_ROUTINES_SQL", "reading_routines", "volatile_views"]
 
 
 #: A view's rule (``r``): the routines it calls, by ``pg_depend`` (the database's routines,
@@ -159,7 +161,60 @@ WHERE a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped
     """SELECT p.relname::pg_catalog.text, c.relname::pg_catalog.text, '', '', '', false
 FROM pg_catalog.pg_inherits i
 JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid
-JOIN pg_catalog.pg_class p ON p.oid OPERATOR(pg_catalog.=) i.inhparent"""])
+JOIN pg_catalog.pg_class p ON p.oid OPERATOR(pg_catalog.=) i.inhparent""",
+    # and the database's types of its columns (a cast from one runs its routine: R2)
+    """SELECT c.relname::pg_catalog.text, t.typname::pg_catalog.text, '', '', '', false
+FROM pg_catalog.pg_attribute a
+JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) a.attrelid
+JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) a.atttypid
+WHERE a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped
+  AND t.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+  AND c.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid"""])
+
+#: The database's operators, by symbol, as :data:`VIEW_ROUTINES_SQL` gives views: the routine
+#: each calls, and as what it "reads" its negator and commutator, which the planner calls for
+#: it (``SELECT 'a' %%% 'b'`` ran a routine that ``SELECT kop('a', 'b')`` was refused for:
+#: the forty-seventh re-probe's R2).
+OPERATOR_ROUTINES_SQL = f"""
+SELECT o.oprname::pg_catalog.text, {_CALLED}
+FROM pg_catalog.pg_operator o
+JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) o.oprcode
+JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+WHERE o.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+UNION ALL
+SELECT o.oprname::pg_catalog.text, x.oprname::pg_catalog.text, '', '', '', false
+FROM pg_catalog.pg_operator o
+JOIN pg_catalog.pg_operator x ON x.oid OPERATOR(pg_catalog.=) ANY
+     (ARRAY[o.oprnegate, o.oprcom]::pg_catalog.oid[])
+WHERE o.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+"""
+
+#: The database's casts, by the names of their source and target types (a cast may be
+#: implicit: ``SELECT c::text FROM ktt`` ran the routine of a cast from ``kt``, the type of
+#: ``ktt.c``, the forty-seventh re-probe's R2), each with the routine it calls.
+CAST_ROUTINES_SQL = f"""
+SELECT t.typname::pg_catalog.text, {_CALLED}
+FROM pg_catalog.pg_cast c
+JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) c.castsource
+JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) c.castfunc
+JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+WHERE c.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+"""
+
+
+def reading_routines(routines: Iterable[tuple[str, str, str, str]],
+                     found: Mapping[str, str]) -> list[tuple[str, str, str, str, str, bool]]:
+    """:func:`volatile_views` rows for the database's routines (:data:`.pgguard.ROUTINES_SQL`'s
+    rows) whose body names a relation, type, operator or routine in ``found``: a query that
+    calls one reaches it (``ksf()``, a ``STABLE`` SQL routine counting a refused table,
+    ran the routine of that table's child index: the forty-seventh re-probe's R2)."""
+    out: list[tuple[str, str, str, str, str, bool]] = []
+    for name, _volatility, _lang, body in routines:
+        text = str(body or "").lower()
+        words = set(re.findall(r"[\w$]+", text)) | set(re.findall(r'"([^"]+)"', text))
+        out += [(str(name).lower(), hit, "", "", "", False) for hit in sorted(words & found.keys())
+                if hit != str(name).lower()]
+    return out
 
 
 def volatile_views(rows: Iterable[tuple[str, str, str, str, str, bool]],

@@ -640,6 +640,7 @@ class SqlAlchemySource(SourceDefaults):
         :meth:`_vet_functions` refuses written (``SELECT n FROM kv45``, ``kv45`` over a
         VOLATILE routine that signalled other sessions: the forty-fifth re-probe's N9) is
         refused as that call is, naming the view and the routine."""
+        from .pgguard import tree_names
         from .sqlcomments import dequoted, readings
 
         tables = self._file_tables_of(conn)
@@ -648,6 +649,7 @@ class SqlAlchemySource(SourceDefaults):
             return
         words = {w for reading in readings(query)  # read before lower case: ``$A$`` is no ``$a$``
                  for w in re.findall(r"[\w$]+", dequoted(reading).lower())}
+        words |= tree_names(query)  # ``"k par"``, ``U&"kp\0061r"``, an operator's symbol (R2)
         if hit := sorted(words & tables):
             raise QueryRefused(f"{hit[0]} is a foreign table over the server's files (or a "
                                "view of one): file access, refused")
@@ -657,26 +659,28 @@ class SqlAlchemySource(SourceDefaults):
                                "query would (refused there too)")
 
     def _volatile_views_of(self, conn: Connection) -> dict[str, str]:
-        """The database's views, domains and tables that call a routine a query may not call
-        by name (read once: :func:`pgroutes.volatile_views`), each with what is said of it: a
-        view over such a table is one too."""
+        """The database's domains, types (their casts), operators, tables, views and routines
+        that call a routine a query may not call by name, or reach one (read once:
+        :func:`pgroutes.volatile_views`), each with what is said of it: a view over such a
+        table is one too, and a routine whose body names one (:func:`pgroutes.reading_routines`)."""
         from sqlalchemy import text
 
         from . import pgroutes
+        from .pgguard import ROUTINES_SQL
 
         if self._volatile_views is None:
             found: dict[str, str] = {}
-            tables: dict[str, str] = {}
             for noun, sql in (("domain", pgroutes.DOMAIN_ROUTINES_SQL),
+                              ("type", pgroutes.CAST_ROUTINES_SQL),
+                              ("operator", pgroutes.OPERATOR_ROUTINES_SQL),
                               ("table", pgroutes.TABLE_ROUTINES_SQL),
-                              ("view", pgroutes.VIEW_ROUTINES_SQL)):
-                said = pgroutes.volatile_views(conn.execute(text(sql)).all(),
-                                      lambda: self._hidden_of(conn), noun,
-                                      tables if noun == "view" else None)
+                              ("view", pgroutes.VIEW_ROUTINES_SQL), ("function", None)):
+                rows = conn.execute(text(sql)).all() if sql is not None else \
+                    pgroutes.reading_routines(conn.execute(text(ROUTINES_SQL)).all(), found)
+                said = pgroutes.volatile_views(rows, lambda: self._hidden_of(conn), noun,
+                                               dict(found))
                 found.update({name: f"{noun} {name} {why}" for name, why in said.items()
                               if name not in found})
-                if noun == "table":
-                    tables = said
             self._volatile_views = found
         return self._volatile_views
 
