@@ -199,6 +199,12 @@ def _second_setup(role: str) -> list[str]:
         "RETURN $1.a || public.k(); END$$",
         "CREATE CAST (kt AS text) WITH FUNCTION kt2t(kt)", "CREATE TABLE ktt (c kt)",
         "INSERT INTO ktt VALUES (ROW('v'))",
+        # R4: the cancel caught by its class
+        f"CREATE FUNCTION zc() RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$BEGIN {mine} LOOP "
+        "BEGIN PERFORM pg_catalog.pg_sleep(0.2); EXCEPTION WHEN operator_intervention THEN "
+        "NULL; END; END LOOP; END IF; RETURN ''; END$$",
+        # R5: an operator over a builtin that runs SQL given as text
+        "CREATE OPERATOR @?@ (rightarg = text, function = pg_catalog.ts_stat)",
     ]
 
 
@@ -210,6 +216,9 @@ _SECOND = {
     "r2-unicode-name": 'SELECT count(*) AS n FROM U&"kp\\0061r"',
     "r2-operator": "SELECT 'a' %%% 'b' AS n", "r2-named-reader": "SELECT ksf() AS n",
     "r2-cast": "SELECT c::text AS n FROM ktt",
+    "r4-cancel-class": "SELECT zc() AS n",
+    "r5-text-operator": "SELECT (w).word AS n FROM (SELECT @?@ ('SELECT to_tsvector(''simple'', "
+                        "last_name) FROM public.employee') AS w) s",
 }
 
 

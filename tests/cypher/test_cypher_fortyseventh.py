@@ -15,6 +15,10 @@ reader that ``LOAD FROM`` binds to (the worker crashed on it); every file-readin
 function is refused by name. F7: ``CALL project_graph_cypher('G', '<a query>')`` ran a Cypher
 text the guard never read (its ``LOAD FROM`` stopped only by the worker's file sandbox); the
 procedures that take a query as text or keep a projected graph are refused too.
+
+G1 (the round's second re-probe): a hop with alternative types is traversed type by type, so
+six ``-[:ACTED_IN|DIRECTED]-`` hops held a 3 s server past 23 s: each type past a hop's first
+weighs one more. G3: a ``UNION``'s branches are weighed apart.
 """
 
 from __future__ import annotations
@@ -59,6 +63,16 @@ REFUSED = {
                                 "WITH p ORDER BY p RETURN count(*) AS c", _HOPS),
     "f4-one-range-seven-hops": ("MATCH p=(a)-[*]-(b)" + "".join(f"-[]-(x{i})" for i in range(6))
                                 + " WITH p ORDER BY p RETURN count(*) AS c", _HOPS),
+    # the second re-probe of the round (main 2b32a1f3): G1, hops with alternative types
+    "g1-six-alternations": ("MATCH (a)" + "".join(f"-[:ACTED_IN|DIRECTED]-(x{i})" for i in range(6))
+                            + " RETURN count(*) AS c", _HOPS),
+    "g1-unknown-pairs": ("MATCH (a)" + "".join(f"-[:T0|T1]-(x{i})" for i in range(6))
+                         + " RETURN count(*) AS c", _HOPS),
+    "g1-split-by-a-comma": ("MATCH (a)" + "".join(f"-[:ACTED_IN|DIRECTED]-(x{i})" for i in range(3))
+                            + ", (x2)" + "".join(f"-[:ACTED_IN|DIRECTED]-(y{i})" for i in range(3))
+                            + " RETURN count(*) AS c", _HOPS),
+    "g1-many-types": ("MATCH (a)-[:ACTED_IN|" + "|".join(f"T{i}" for i in range(100))
+                      + "]-(b) RETURN count(*) AS c", _HOPS),
 }
 
 #: Honest queries beside them: sent.
@@ -72,6 +86,11 @@ SENT = [
     "[(m)<-[:DIRECTED]-(d) | d.name] AS directors",
     "MATCH (p:Person) WHERE NOT (p)-[:DIRECTED]->() AND (p)-[:ACTED_IN]->() "
     "RETURN count(p) AS c",
+    "MATCH (a)" + "".join(f"-[:ACTED_IN|DIRECTED]-(x{i})" for i in range(4)) + " RETURN count(*) AS c",
+    # G3: a UNION's branches are apart (five branches of 1-2 hops)
+    " UNION ".join(f"MATCH (p:Person)-[:{a}]->(m)<-[:{b}]-(q) RETURN p.name AS n" for a, b in (
+        ("ACTED_IN", "ACTED_IN"), ("DIRECTED", "ACTED_IN"), ("ACTED_IN", "DIRECTED"),
+        ("DIRECTED", "DIRECTED"))) + " UNION MATCH (p:Person)-[:ACTED_IN]->(m) RETURN p.name AS n",
 ]
 
 #: ladybug's file readers, each a ``CALL`` of the table function ``LOAD FROM`` binds to.
@@ -85,6 +104,7 @@ FILE_CALLS = [
     # F7: a Cypher text as a string, which the guard never read
     "CALL project_graph_cypher('G', 'MATCH (n) LOAD FROM ''/etc/passwd'' RETURN *')",
     "CALL project_graph('G', ['Person'], ['ACTED_IN'])",
+    "CALL _cache_array_column_locally('Movie', 'title') RETURN *",  # G5: state of the connection
 ]
 
 

@@ -55,7 +55,8 @@ FILE_FUNCTION_PREFIXES = ("read_", "copy_")
 #: ladybug's procedures that run a Cypher text given as a string (``project_graph_cypher('G',
 #: 'MATCH ... LOAD FROM ...')``: the guard never read it, the forty-seventh re-probe's F7) or
 #: keep a projected graph in the connection for the next case.
-TEXT_FUNCTIONS = frozenset({"project_graph_cypher", "project_graph", "drop_projected_graph"})
+TEXT_FUNCTIONS = frozenset({"project_graph_cypher", "project_graph", "drop_projected_graph",
+                            "_cache_array_column_locally"})
 #: Clauses that write to the graph or its schema: the read-only engine refuses them.
 WRITES = frozenset({"CREATE", "MERGE", "SET", "DELETE", "REMOVE", "DROP", "ALTER", "DETACH"})
 #: The words a Cypher query starts with (what a model's answer is recognised by).
@@ -560,9 +561,10 @@ def _check_size(code: list[Token]) -> None:
 
 
 #: The most relationships the query's path patterns may chain in all (anywhere: a ``MATCH``,
-#: a pattern comprehension, a ``WHERE``), a variable-length one weighing
-#: :data:`VARIABLE_LENGTH_WEIGHT`, and the most variable-length relationships a query may hold
-#: (one fewer when it also unwinds a list). FalkorDB's work grows with each hop's fan-out
+#: a pattern comprehension, a ``WHERE``; a ``UNION``'s branches apart, each its own plan), a
+#: variable-length one weighing :data:`VARIABLE_LENGTH_WEIGHT` and each relationship type past
+#: a relationship's first one more, and the most variable-length relationships a query may
+#: hold (one fewer when it also unwinds a list). FalkorDB's work grows with each hop's fan-out
 #: before its timeout is checked: ``MATCH (a)-[]-(x0)-...-[]-(x11)`` (12 untyped hops) held a
 #: 3 s server past 40 s (10 hops 2.1 s, 8 hops 0.12 s), 999 hops in a pattern comprehension
 #: 10 s; four ``MATCH`` clauses of one variable-length relationship each, sorted, 13 s, and
@@ -570,65 +572,85 @@ def _check_size(code: list[Token]) -> None:
 #: second round, E1 to E6). The same hops split into patterns that share a node are the same
 #: traversal: two chains of 6 joined by a comma or a second ``MATCH`` held it past 43 s, 600
 #: one-hop pattern comprehensions as columns 32 s, and four fixed hops after two
-#: variable-length ones, sorted, 6.6 s (the forty-seventh re-probe's F1, F5, F4). An honest
-#: query chains a few hops and one or two such ranges.
+#: variable-length ones, sorted, 6.6 s (the forty-seventh re-probe's F1, F5, F4). A hop with
+#: alternative types is traversed type by type: six ``-[:ACTED_IN|DIRECTED]-`` hops held it
+#: past 23 s (five 1.5 s, four 0.25 s), one hop of 10,840 types 3 s (its second round's G1).
+#: An honest query chains a few hops and one or two such ranges.
 MAX_HOPS = 8
 VARIABLE_LENGTH_WEIGHT = 3
 MAX_VARIABLE_LENGTH = 2
 
 
 def _check_paths(code: list[Token], unwinds: bool) -> None:
-    """Refuse a query whose path patterns chain past :data:`MAX_HOPS` relationships in all
-    (a variable-length one counting :data:`VARIABLE_LENGTH_WEIGHT`), or past
-    :data:`MAX_VARIABLE_LENGTH` variable-length relationships (past one less when it has an
-    ``UNWIND``, which multiplies the rows they make)."""
-    hops, variable = _paths(code)
+    """Refuse a query a branch of whose path patterns weighs past :data:`MAX_HOPS` (each
+    relationship 1, a variable-length one :data:`VARIABLE_LENGTH_WEIGHT`, each type past its
+    first 1 more), or holds past :data:`MAX_VARIABLE_LENGTH` variable-length relationships
+    (past one less when it has an ``UNWIND``, which multiplies the rows they make)."""
+    hops, variable, weight = max(_paths(branch) for branch in _branches(code))
     why = "FalkorDB expands them before it checks its timeout"
-    weight = hops + (VARIABLE_LENGTH_WEIGHT - 1) * variable
     if weight > MAX_HOPS:
         raise QueryRefused(
-            f"the query's path patterns chain {hops:,} relationships in all"
-            + (f" ({variable} of variable length, each weighing {VARIABLE_LENGTH_WEIGHT})"
-               if variable else "")
-            + f", more than {MAX_HOPS}: {why}")
+            f"the query's path patterns chain {hops:,} relationships in all, weighing "
+            f"{weight:,} (a variable-length one {VARIABLE_LENGTH_WEIGHT}, each alternative "
+            f"type 1 more), more than {MAX_HOPS}: {why}")
     most = MAX_VARIABLE_LENGTH - (1 if unwinds else 0)
     if variable > most:
         raise QueryRefused(f"the query has {variable} variable-length relationships"
                            f"{' and an UNWIND' if unwinds else ''}, more than {most}: {why}")
 
 
-def _paths(code: list[Token]) -> tuple[int, int]:
-    """How many relationships the query's path patterns chain (``-``, ``-[...]-`` between
-    two node patterns, anywhere), and how many of them are of variable length (``*`` in the
-    brackets)."""
-    hops = variable = i = 0
+def _branches(code: list[Token]) -> list[list[Token]]:
+    """The query's ``UNION`` branches at its own level (each one plan, its hops apart; a
+    union inside a subquery is one branch with the rest)."""
+    out: list[list[Token]] = [[]]
+    depth = 0
+    for tok in code:
+        if tok.kind == "punct" and tok.text in _OPEN:
+            depth += 1
+        elif tok.kind == "punct" and tok.text in _CLOSE:
+            depth -= 1
+        elif tok.kind == "word" and depth == 0 and tok.text.upper() == "UNION":
+            out.append([])
+            continue
+        out[-1].append(tok)
+    return out
+
+
+def _paths(code: list[Token]) -> tuple[int, int, int]:
+    """How many relationships the path patterns of ``code`` chain (``-``, ``-[...]-``
+    between two node patterns, anywhere), how many of them are of variable length (``*`` in
+    the brackets), and what they weigh (:func:`_check_paths`)."""
+    hops = variable = weight = i = 0
     while i < len(code):
         tok = code[i]
         hop = _hop(code, i + 1) if tok.kind == "punct" and tok.text == ")" else None
         if hop is not None:
-            end, starred = hop
+            end, starred, types = hop
             hops, variable = hops + 1, variable + starred
+            weight += (VARIABLE_LENGTH_WEIGHT if starred else 1) + max(types - 1, 0)
             i = end  # the next node's parenthesis
             continue
         i += 1
-    return hops, variable
+    return hops, variable, weight
 
 
-def _hop(code: list[Token], j: int) -> tuple[int, bool] | None:
+def _hop(code: list[Token], j: int) -> tuple[int, bool, int] | None:
     """After a node pattern's ``)`` at ``j``: a relationship (``-``, ``<-``, ``-[...]-``,
-    ``->``) to the next node pattern, as (the index of its ``(``, whether it has a ``*``)."""
+    ``->``) to the next node pattern, as (the index of its ``(``, whether it has a ``*``, how
+    many types it names: 1 and each ``|`` in its brackets)."""
     def at(k: int, text: str) -> bool:
         return k < len(code) and code[k].kind == "punct" and code[k].text == text
 
     j += at(j, "<")
     if not at(j, "-"):
         return None
-    j, starred = j + 1, False
+    j, starred, types = j + 1, False, 1
     if at(j, "["):
         level = 0
         for k in range(j, len(code)):
             level += at(k, "[") - at(k, "]")
             starred = starred or at(k, "*")
+            types += level == 1 and at(k, "|")
             if level == 0:
                 break
         else:
@@ -637,7 +659,7 @@ def _hop(code: list[Token], j: int) -> tuple[int, bool] | None:
     if not at(j, "-"):
         return None
     j += 1 + at(j + 1, ">")
-    return (j, starred) if at(j, "(") else None
+    return (j, starred, types) if at(j, "(") else None
 
 
 def _node_patterns(code: list[Token], clauses: set[int]) -> int:

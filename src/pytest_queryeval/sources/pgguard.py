@@ -124,9 +124,11 @@ def file_relations(rows: Iterable[tuple[str, str]]) -> frozenset[str]:
     return frozenset(found)
 
 
-#: A PL/pgSQL handler of the cancel (``WHEN query_canceled``, ``SQLSTATE '57014'``; ``OTHERS``
-#: leaves it out).
-_IGNORES_CANCEL = re.compile(r"(?i)(?<![\w$])query_canceled(?![\w$])|57014")
+#: A PL/pgSQL handler of the cancel (``WHEN query_canceled``, ``SQLSTATE '57014'``, or its class,
+#: ``operator_intervention``, ``'57000'``: the forty-seventh re-probe's R4; ``OTHERS`` leaves it
+#: out).
+_IGNORES_CANCEL = re.compile(
+    r"(?i)(?<![\w$])(?:query_canceled|operator_intervention)(?![\w$])|570(?:14|00)")
 #: A statement that changes data, written in a body: a non-volatile routine's is refused by
 #: PL/pgSQL itself, which the routine may catch (``BEGIN DELETE FROM genre; EXCEPTION WHEN
 #: OTHERS ...`` behind a child's index was no write attempt: the forty-seventh re-probe's R1).
