@@ -77,3 +77,36 @@ def test_without_a_gate_the_reference_value_stays(
     _, report = _run(pytester, shared_data, {})
     got = {s: report.by_id[s]["metrics"]["tool_calls"] for s in SHAPES}
     assert got == {"assistant": 3.0, "user": 0.0, "developer": 0.0, "null": 0.0}, got
+
+
+def test_a_baselines_max_drop_compares_the_calls_the_record_holds(
+        pytester: pytest.Pytester, shared_data: Path) -> None:
+    """The forty-seventh re-probe's R6: twelve calls on ``user`` messages against a baseline of
+    three assistant calls; the report keeps EvalBench's 0 (no gate names tool_calls), the
+    comparison reads the held count. Before: "no drop beyond the max-drop", exit 0."""
+    _chinook(pytester.path, shared_data)
+    ids = ("a", "b")
+    write_suite(pytester.path, {"datasources": {"db": {"type": "sqlite", "path": "chinook.sqlite"}},
+                                "predictions": {"source": "file", "path": "runs.jsonl"}},
+                {"test_agent.yaml": {"kind": "sql", "datasource": "db", "cases": [
+                    {"id": c, "question": QUESTION, "gold": GOLD, "agent": {}} for c in ids]}})
+
+    def write(role: str, calls: int) -> None:
+        lines = []
+        for c in ids:
+            steps: list[Any] = []
+            for i in range(calls):
+                steps += [_call(role, f"c{i}"), _reply(f"c{i}")]
+            lines.append(json.dumps({"id": c, "predicted": GOLD, "trajectory": [*steps, _ANSWER]}))
+        (pytester.path / "runs.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    write("assistant", 3)
+    run_report(pytester, "-p", "no:cacheprovider", name="base.json")
+    write("user", 12)
+    res, report = run_report(pytester, "-p", "no:cacheprovider", "--queryeval-baseline=base.json",
+                             "--queryeval-max-drop=tool_calls=0.5", name="cur.json")
+    assert report.by_id["a"]["metrics"]["tool_calls"] == 0.0  # the reference's value
+    assert report.by_id["a"]["details"]["agent"]["held_counts"]["tool_calls"] == 12.0
+    assert res.ret != 0, res.stdout.str()[-2000:]
+    assert any("tool_calls" in line and "max drop" in line for line in res.outlines), \
+        [line for line in res.outlines if "tool_calls" in line]

@@ -99,20 +99,27 @@ def gated_counts(gates: Mapping[str, Any], env: Envelope, steps: Sequence[Step] 
     what the record holds: the trajectory's own rounds when only ``error`` lowered it, else
     the calls read leniently (the salvaged calls the write counts read) and the rounds of the
     leniently read messages. Why: ``{tool_calls: {max: 3}}`` passed 30 calls whose record set
-    ``error`` or reused a call id (the plugin's loop too: the model chooses its ids). Returns
-    the gate whose count cannot be established (the case's error), or None."""
+    ``error`` or reused a call id (the plugin's loop too: the model chooses its ids). A count
+    no gate names keeps the reference's value, the held one beside it in
+    ``details.held_counts`` (what a baseline's comparison reads: the forty-seventh re-probe's
+    R6). Returns the gate whose count cannot be established (the case's error), or None."""
     lowered = env.refused is not None or bool(env.error)
+    if not lowered:
+        return None
     gated = [m for m in (TOOL_CALLS, TURN_COUNT)
              if getattr(gates.get(m), "max", None) is not None]
-    if not lowered or not gated:
-        return None
-    kept = details.setdefault("evalbench_counts", {})
-    for name in gated:
+    if gated:
+        kept = details.setdefault("evalbench_counts", {})
+    for name in (TOOL_CALLS, TURN_COUNT):
         value = _lenient_count(name, env, steps)
-        if value is None:
+        if name not in gated:  # kept beside for the baseline's comparison (47b R6)
+            if value is not None and value > metrics.get(name, 0.0):
+                details.setdefault("held_counts", {})[name] = value
+        elif value is None:
             return name
-        kept[name] = metrics[name]
-        metrics[name] = max(metrics[name], value)
+        else:
+            kept[name] = metrics[name]
+            metrics[name] = max(metrics[name], value)
     return None
 
 

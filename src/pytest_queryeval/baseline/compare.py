@@ -434,12 +434,29 @@ def _short(value: object, limit: int = 60) -> str:
 
 
 def _index(cases: Iterable[RecordLike]) -> dict[str, Mapping[str, Any]]:
-    """Key cases by id (the suite's unique name); by nodeid if ids repeat across suites."""
-    items = list(cases)
+    """Key cases by id (the suite's unique name); by nodeid if ids repeat across suites. An
+    agent case's counts EvalBench's rule lowered are compared as what its record holds
+    (:func:`_held`)."""
+    items = [_held(c) for c in cases]
     ids = [str(c.get("id")) for c in items]
     if len(set(ids)) == len(ids):
         return dict(zip(ids, items, strict=True))
     return {str(c.get("nodeid") or c.get("id")): c for c in items}
+
+
+def _held(case: RecordLike) -> Mapping[str, Any]:
+    """``case`` with the counts its record holds (``details.agent.held_counts``) in place of
+    the reference's 0 (EvalBench scores a refused trajectory's ``tool_calls`` 0): twelve calls
+    on ``user`` messages compared as 0 against a baseline of 3 showed no drop past
+    ``--queryeval-max-drop=tool_calls=0.5`` (the forty-seventh re-probe's R6)."""
+    details = case.get("details")
+    agent = details.get("agent") if isinstance(details, Mapping) else None
+    held = agent.get("held_counts") if isinstance(agent, Mapping) else None
+    metrics = case.get("metrics")
+    if not isinstance(held, Mapping) or not held or not isinstance(metrics, Mapping):
+        return case
+    return {**case, "metrics": {**metrics, **{k: v for k, v in held.items()
+                                              if isinstance(v, int | float)}}}
 
 
 def _change(cur: Mapping[str, Any], base: Mapping[str, Any]) -> OutcomeChange | None:
