@@ -276,19 +276,26 @@ def _parse(sql: str) -> dict[str, Any] | None:
     return tree
 
 
+def _json_tree(sql: str) -> Any:
+    """``sql``'s statement tree from the parser's JSON (:func:`_loads`, no recursion), or None
+    when it cannot be read (no pglast, a syntax error, the parser's stack depth, an invalid
+    encoding): what :func:`tree_names` and :func:`statement_types` read, where :func:`_parse`
+    refuses instead."""
+    try:
+        from pglast import parser
+
+        return _loads(parser.parse_sql_json(sql))
+    except Exception:
+        return None
+
+
 def tree_names(sql: str) -> set[str]:
     """Every name and string of ``sql`` as PostgreSQL's parser reads them, lower-cased
     (``U&"kp\\0061r"`` is ``kpar``, ``"k par"`` one name, an operator its symbol), or an
     empty set when it cannot: what a query reaches beside its words (the forty-seventh
-    re-probe's R2). Read without recursion, as :func:`statement_types` reads."""
-    try:
-        from pglast import parser
-
-        tree = _loads(parser.parse_sql_json(sql))
-    except Exception:  # a syntax error, the parser's stack depth, no pglast
-        return set()
+    re-probe's R2). Read without recursion (:func:`_json_tree`)."""
     names: set[str] = set()
-    stack: list[Any] = [tree]
+    stack: list[Any] = [_json_tree(sql)]
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
@@ -306,14 +313,7 @@ def statement_types(sql: str) -> list[str] | None:
     JSON, read without recursion (:func:`_loads`): ``pglast.parse_sql`` builds Python objects
     as deep as the tree, and a 64 KB ``SELECT 1+1+...+1 !! 1`` crashed the pytest process
     (the forty-seventh re-probe's Q8)."""
-    try:
-        from pglast import parser
-    except ImportError:
-        return None
-    try:
-        tree = _loads(parser.parse_sql_json(sql))
-    except Exception:  # a syntax error, the parser's stack depth, an invalid encoding
-        return None
+    tree = _json_tree(sql)
     stmts = tree.get("stmts") if isinstance(tree, dict) else None
     if not isinstance(stmts, list):
         return None
