@@ -151,6 +151,7 @@ class Ledger:
                                f"({self.max_query_bytes:,}) bytes; it was not judged or run")
         sql_source = source_type(getattr(source, "type", None)).sql
         dialect = getattr(source, "dialect", None)
+        self._catching(source)
         if sql_source and is_write(sql, dialect):  # its forbidden tables as the final query's
             self._write(f"write attempt refused: {_short(sql)}")
             self._touch(self._written(sql, dialect) | self._viewed(source, sql, dialect))
@@ -244,6 +245,7 @@ class Ledger:
         if self._oversized(sql):
             return
         sql_source = source_type(getattr(source, "type", None)).sql
+        self._catching(source)
         judge = getattr(source, "write_clause", None)
         dialect = getattr(source, "dialect", None)
         clause = (is_write(sql, dialect) or file_access(sql, dialect)) if sql_source else \
@@ -475,6 +477,18 @@ class Ledger:
         if refusal:
             self._write(f"write attempt ({why}; {refusal}): {_short(sql)}")
         return bool(refusal)
+
+    def _catching(self, source: DataSource) -> None:
+        """A database whose routines could catch a refused write (:mod:`.caught`): no count
+        of write attempts on it stands, so the case's counts are not established."""
+        from .caught import uncountable_writes
+
+        try:
+            why = uncountable_writes(source)
+        except CountUnknown as exc:
+            why = exc.reason()
+        if why:
+            self.uncount(f"the agent's counts could not be established: {why}")
 
     def _oversized(self, sql: str) -> bool:
         """Whether ``sql`` holds more than :attr:`max_query_bytes`: then it is neither judged

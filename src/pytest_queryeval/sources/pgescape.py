@@ -21,7 +21,8 @@ from typing import Any
 
 from .pgtamper import AFTER_INITDB, TAMPERED_SQL
 
-__all__ = ["ESCAPES_SQL", "EXTENSION_MEMBER", "REVOCABLE_KINDS", "TYPE_MEMBER", "escapes_found"]
+__all__ = ["CALLED_UNCHECKED", "ESCAPES_SQL", "EXTENSION_MEMBER", "REVOCABLE_KINDS", "TYPE_MEMBER",
+           "escapes_found"]
 
 #: Extension libraries whose functions act outside the transaction or below the tables'
 #: grants (dblink's own are the ``dblink`` route's): the contrib modules that change what a
@@ -36,7 +37,7 @@ _LIBRARIES = tuple(f"'$libdir/{m}'" for m in (
 #: support routine (sorting's comparison), an aggregate's, a type's, a range's, an operator's
 #: estimator (the forty-third re-probe's R14: a definer comparison revoked from PUBLIC ran as
 #: the superuser for an ORDER BY).
-_CALLED_UNCHECKED = """(
+CALLED_UNCHECKED = """(
     SELECT a.amproc FROM pg_catalog.pg_amproc a
     UNION ALL SELECT pg_catalog.unnest(ARRAY[g.aggtransfn, g.aggfinalfn, g.aggcombinefn,
       g.aggserialfn, g.aggdeserialfn, g.aggmtransfn, g.aggminvtransfn, g.aggmfinalfn]::
@@ -100,7 +101,7 @@ _MAY_EXECUTE = ("EXISTS (SELECT 1 FROM pg_catalog.pg_roles m WHERE "
 #: What the role reaches of routine ``p``: what it may execute, and what the server calls
 #: for it unchecked.
 _REACHED = (f"({_MAY_EXECUTE} "
-            f"OR p.oid OPERATOR(pg_catalog.=) ANY (ARRAY{_CALLED_UNCHECKED}))")
+            f"OR p.oid OPERATOR(pg_catalog.=) ANY (ARRAY{CALLED_UNCHECKED}))")
 
 #: A catalog row written after ``initdb`` made ``template0``: a builtin replaced in place
 #: keeps its OID under 16384 but not its row version (``CREATE OR REPLACE FUNCTION
@@ -117,6 +118,10 @@ _AFTER_INITDB = AFTER_INITDB
 #: forty-sixth re-probe's P2: ``SELECT 'x'::kdd``, a domain over a domain whose ``CHECK``
 #: ran ``pg_terminate_backend``, ended another session of the role, and the call passed).
 _SIGNALS = "pg_(terminate|cancel)_backend"
+#: A body that may name them where no text does: a statement built at run time (``EXECUTE
+#: 'SELECT pg_' || 'terminate' || ...`` in an aggregate's state function ended another session:
+#: the forty-eighth re-probe's S2), a builtin running SQL given as text, a Unicode-escaped name.
+_BUILT = "\\mexecute\\M|query_to_xml|cursor_to_xml|ts_stat|ts_rewrite|crosstab|connectby|u&"
 
 #: (kind, name, how many of that kind) for every route the current role can take; the
 #: names are cut to five a kind. The routines are those the role, or a role it may become,
@@ -205,7 +210,10 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
   SELECT 7, 'signalling', p.oid::pg_catalog.regprocedure::pg_catalog.text
   FROM pg_catalog.pg_proc p
   WHERE p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
-    AND p.prosrc OPERATOR(pg_catalog.~*) '{_SIGNALS}'
+    AND (p.prosrc OPERATOR(pg_catalog.~*) '{_SIGNALS}|{_BUILT}'
+         OR p.prolang OPERATOR(pg_catalog.<>) ALL (SELECT l.oid FROM pg_catalog.pg_language l
+              WHERE l.lanname OPERATOR(pg_catalog.=) ANY
+                    (ARRAY['sql', 'plpgsql', 'internal', 'c']::pg_catalog.name[])))
     AND EXISTS (SELECT 1 FROM pg_catalog.pg_proc s
                 WHERE s.oid OPERATOR(pg_catalog.<) 16384::pg_catalog.oid
                   AND s.proname OPERATOR(pg_catalog.~) '^{_SIGNALS}$'

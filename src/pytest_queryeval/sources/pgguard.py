@@ -70,13 +70,16 @@ VOLATILE_ALLOWED = frozenset({
 
 #: The database's own routines (outside the system schemas, or made there after ``initdb``):
 #: name, volatility, language and what runs when one is called (its body, and the
-#: ``DEFAULT`` of its parameters). Every catalog name and operator qualified: a database may
-#: put ``public`` first on its ``search_path``.
+#: ``DEFAULT`` of its parameters), and a PL/pgSQL routine's definition, which its parser
+#: needs. Every catalog name and operator qualified: a database may put ``public`` first on
+#: its ``search_path``.
 ROUTINES_SQL = """
 SELECT p.proname::pg_catalog.text, p.provolatile::pg_catalog.text, l.lanname::pg_catalog.text,
        pg_catalog.concat_ws(' ', CASE WHEN p.prosqlbody IS NULL THEN p.prosrc
                                  ELSE pg_catalog.pg_get_functiondef(p.oid) END,
-                            pg_catalog.pg_get_expr(p.proargdefaults, 0))
+                            pg_catalog.pg_get_expr(p.proargdefaults, 0)),
+       CASE WHEN l.lanname OPERATOR(pg_catalog.=) 'plpgsql'
+            THEN pg_catalog.pg_get_functiondef(p.oid) END
 FROM pg_catalog.pg_proc p
 JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
 JOIN pg_catalog.pg_language l ON l.oid OPERATOR(pg_catalog.=) p.prolang
@@ -94,7 +97,6 @@ WHERE p.provolatile OPERATOR(pg_catalog.=) 'v'
   AND p.pronamespace OPERATOR(pg_catalog.=) 11::pg_catalog.oid
   AND p.oid OPERATOR(pg_catalog.<) 16384::pg_catalog.oid
 """
-_BODY_WORD = re.compile(r"[A-Za-z_][\w$]*")
 #: The foreign tables whose wrapper is not postgres_fdw (``file_fdw`` reads a file of the
 #: server's host: 41a O7), each as ``(name, '')``, and each view's or materialized view's
 #: relations, as ``(view, relation)``: what reads such a table through a view.
@@ -122,55 +124,6 @@ def file_relations(rows: Iterable[tuple[str, str]]) -> frozenset[str]:
     while more := {a for a, b in rows if b in found and a not in found}:
         found |= more
     return frozenset(found)
-
-
-#: A PL/pgSQL handler of the cancel (``WHEN query_canceled``, ``SQLSTATE '57014'``, or its class,
-#: ``operator_intervention``, ``'57000'``: the forty-seventh re-probe's R4; ``OTHERS`` leaves it
-#: out).
-_IGNORES_CANCEL = re.compile(
-    r"(?i)(?<![\w$])(?:query_canceled|operator_intervention)(?![\w$])|570(?:14|00)")
-#: A statement that changes data, written in a body: a non-volatile routine's is refused by
-#: PL/pgSQL itself, which the routine may catch (``BEGIN DELETE FROM genre; EXCEPTION WHEN
-#: OTHERS ...`` behind a child's index was no write attempt: the forty-seventh re-probe's R1).
-_WRITES = re.compile(r"(?i)(?<![\w$])(?:insert\s+into|update\s+\S+\s+set|delete\s+from|"
-                     r"merge\s+into|truncate|for\s+(?:no\s+key\s+)?update|for\s+(?:key\s+)?share"
-                     r"|copy\s+\S+\s+(?:from|to)|lock\s+table|nextval|setval)(?![\w$])")
-
-
-def hidden_volatile(routines: Iterable[tuple[str, str, str, str]],
-                    volatile: Iterable[str]) -> dict[str, str]:
-    """The database's routines declared ``STABLE`` or ``IMMUTABLE`` (a volatile one is
-    refused by its own declaration) that call a volatile builtin outside
-    :data:`VOLATILE_ALLOWED`, directly or through another such routine, by name, with the
-    builtin: ``rf(text)``, a STABLE definer routine over ``pg_read_file``, gave the host's
-    files, and ``lockit()`` took an advisory lock (the forty-first re-probe's O7, M3). A body
-    that builds its statement at run time (``EXECUTE``), is in a language no reading here
-    follows, or holds a Unicode-escaped name is such a routine too (``?``), as is one that
-    catches ``query_canceled``: it outlives the timeout's cancel, and with its own ``SET
-    client_connection_check_interval = 0`` the dropped connection too, running on the server
-    after the case ended (the forty-seventh re-probe's Q7), and one whose body writes
-    (:data:`_WRITES`). A ``LANGUAGE internal`` routine's
-    body is the builtin's name (``my_read`` for ``pg_read_file``)."""
-    rows = [(str(n).lower(), str(v), str(lang), str(body or "")) for n, v, lang, body in routines]
-    # and the database's own volatile routines (a STABLE routine over a VOLATILE definer one
-    # over pg_read_file: the forty-second re-probe's Q6)
-    bad = ({v.lower() for v in volatile} - VOLATILE_ALLOWED) | {n for n, v, _, _ in rows if v == "v"}
-    found: dict[str, str] = {}
-    for name, volatility, lang, body in rows:
-        unread = lang not in ("sql", "plpgsql", "internal") or "u&" in body.lower() or (
-            lang == "plpgsql" and (re.search(r"(?i)(?<![\w$])execute(?![\w$])", body)
-                                   or _IGNORES_CANCEL.search(body))) or (
-            lang in ("sql", "plpgsql") and _WRITES.search(body))
-        if volatility != "v" and lang != "c" and unread:
-            found[name] = "?"
-    while True:  # through the routines that call such a one
-        more = {name: (words & (bad | set(found))).pop()
-                for name, volatility, lang, body in rows
-                if name not in found and volatility != "v" and lang != "c"
-                and (words := {w.lower() for w in _BODY_WORD.findall(body)}) & (bad | set(found))}
-        if not more:
-            return found
-        found.update(more)
 
 
 #: Node types that change data or take row locks, anywhere in the tree.

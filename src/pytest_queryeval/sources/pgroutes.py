@@ -3,7 +3,7 @@ a view's rule, a domain's ``CHECK`` (through domains over it, arrays of it, comp
 holding it), and a table's index expressions, constraints, partition key, statistics objects,
 policies and range columns, which the planner folds before any statement runs. Read once a
 source from the catalog (:meth:`.sqlalchemy.SqlAlchemySource._volatile_views_of`), each route
-ends at the routines :func:`.pgguard.volatile_refusal` and :func:`.pgguard.hidden_volatile`
+ends at the routines :func:`.pgguard.volatile_refusal` and :func:`.pgbodies.hidden_volatile`
 refuse by name, so a query that reaches one unnamed is refused as a call of it is.
 
 Why apart from :mod:`.pgguard`: the guard reads a query's text; this reads the database's
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from .pgguard import SQL_TEXT_FUNCTIONS, SQL_TEXT_PREFIXES, TABLE_BY_NAME_FUNCTIONS, VOLATILE_ALLOWED
 
@@ -202,14 +203,14 @@ WHERE c.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
 """
 
 
-def reading_routines(routines: Iterable[tuple[str, str, str, str]],
+def reading_routines(routines: Iterable[tuple[Any, ...]],
                      found: Mapping[str, str]) -> list[tuple[str, str, str, str, str, bool]]:
     """:func:`volatile_views` rows for the database's routines (:data:`.pgguard.ROUTINES_SQL`'s
     rows) whose body names a relation, type, operator or routine in ``found``: a query that
     calls one reaches it (``ksf()``, a ``STABLE`` SQL routine counting a refused table,
     ran the routine of that table's child index: the forty-seventh re-probe's R2)."""
     out: list[tuple[str, str, str, str, str, bool]] = []
-    for name, _volatility, _lang, body in routines:
+    for name, _volatility, _lang, body, *_ in routines:
         text = str(body or "").lower()
         words = set(re.findall(r"[\w$]+", text)) | set(re.findall(r'"([^"]+)"', text))
         out += [(str(name).lower(), hit, "", "", "", False) for hit in sorted(words & found.keys())

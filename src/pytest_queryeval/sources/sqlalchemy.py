@@ -208,7 +208,7 @@ class SqlAlchemySource(SourceDefaults):
         #: pg_proc's volatile overloads per function name, as the server answered.
         self._volatile: dict[str, tuple[tuple[str, str], ...]] = {}
         #: The database's STABLE or IMMUTABLE routines that call a volatile builtin (or run
-        #: what cannot be read), by name, with what they call (:func:`pgguard.hidden_volatile`).
+        #: what cannot be read), by name, with what they call (:func:`.pgbodies.hidden_volatile`).
         self._hidden: dict[str, str] | None = None
         #: The foreign tables over the server's files, and the views of them (lower-cased).
         self._file_tables: frozenset[str] | None = None
@@ -689,7 +689,8 @@ class SqlAlchemySource(SourceDefaults):
         once: the forty-first re-probe's O7, M3)."""
         from sqlalchemy import text
 
-        from .pgguard import ROUTINES_SQL, VOLATILE_BUILTINS_SQL, hidden_volatile
+        from .pgbodies import hidden_volatile
+        from .pgguard import ROUTINES_SQL, VOLATILE_BUILTINS_SQL
 
         if self._hidden is None:
             self._hidden = hidden_volatile(conn.execute(text(ROUTINES_SQL)).all(), [

@@ -1,0 +1,48 @@
+"""Whether a write attempt on a PostgreSQL datasource can be counted at all.
+
+Why per database and not per query: ``write_attempts`` counts a write the read-only
+transaction refused, and a routine of the database that handles errors hides that refusal.
+The server runs such routines where no query names them (an aggregate's state function, a
+type's default operator class comparison for an ``ORDER BY`` or a range literal), and
+``SELECT wagg(b) FROM wt`` ran a caught ``DELETE`` and passed ``write_attempts: {max: 0}``
+with 0 (the forty-eighth re-probe's S1). So a database that holds a routine handling errors
+and one that writes leaves every agent case on it without that count, as a database whose
+routines could blind the counts of tables read does (:func:`~..sources.pgreads.blinders`):
+an error naming both routines, never a count of 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from typing import Any
+
+from ..errors import CountUnknown, QueryEvalError
+
+__all__ = ["uncountable_writes"]
+
+#: The most routines read (a catalog over it is an unknown count, not a partial reading).
+MAX_ROUTINES = 100_000
+
+_read: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+def uncountable_writes(source: Any) -> str:
+    """Why no write attempt on ``source`` can be counted ("" when it can, and on every
+    datasource but PostgreSQL), read once a source (a read-only role cannot change the
+    answer). Raises :class:`CountUnknown` when the catalog cannot be read."""
+    if getattr(source, "dialect", None) != "postgres":
+        return ""
+    with contextlib.suppress(KeyError, TypeError):
+        return _read[source]
+    from ..sources.base import whole_rows
+    from ..sources.pgbodies import CATCHING_SQL, caught_writes
+
+    try:
+        why = caught_writes(whole_rows(source, CATCHING_SQL, MAX_ROUTINES))
+    except QueryEvalError as exc:
+        raise CountUnknown(f"the database's routines could not be read ({exc.reason()})") \
+            from None
+    with contextlib.suppress(TypeError):
+        _read[source] = why
+    return why

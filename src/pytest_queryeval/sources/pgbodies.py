@@ -1,0 +1,265 @@
+"""What a routine of the database does when the server runs it, read with PostgreSQL's parsers.
+
+Why a parse and not words: the server runs the database's own routines where no query names
+them (an aggregate's state function, a type's default operator class comparison for an
+``ORDER BY``, a range literal's bounds, an index expression the planner folds), and what
+such a routine does past the read-only transaction was read off its body with regular
+expressions. ``UPDATE ONLY t SET``, ``UPDATE t g SET``, ``DELETE/**/FROM`` and
+``INSERT/**/INTO`` were no write to them, and ``PERFORM "h x"()`` called ``h`` and ``x``
+(the forty-eighth re-probe's S3, S4). Here a ``LANGUAGE sql`` body is parsed with
+PostgreSQL's SQL parser and a ``plpgsql`` one with PL/pgSQL's (libpg_query, through
+``pglast``, as :mod:`..tasks.pgconfine` reads a confined task's functions), every SQL
+statement and expression inside it again with the SQL parser: a write is a statement type,
+a call a name as the server reads it, a handler of errors a block of the tree.
+
+And why a judgement of the whole database (:func:`caught_writes`), not of each route: a write
+a routine tries is refused by the read-only transaction, and counted, unless a handler
+catches the refusal. A routine with a handler that the server can run reaches every other
+routine the server can run, through routes no list here follows (the forty-eighth
+re-probe's S1: an aggregate's state function, an operator class's support function), so when
+a database holds both, no count of write attempts on it can be established.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .pgescape import CALLED_UNCHECKED
+from .pgguard import VOLATILE_ALLOWED, _loads, _nodes
+
+__all__ = ["CATCHING_SQL", "Body", "caught_writes", "hidden_volatile", "read_body"]
+
+#: SQL statement types a routine's body may run in a read-only transaction without changing
+#: anything the rollback keeps: a query, and a setting (restored when the transaction ends).
+_READS = ("SelectStmt", "VariableSetStmt", "VariableShowStmt")
+#: PL/pgSQL statements that run a statement built at run time.
+_DYNAMIC = {"PLpgSQL_stmt_dynexecute": "EXECUTE", "PLpgSQL_stmt_dynfors": "FOR ... EXECUTE"}
+#: An assignment's target (``PLpgSQL_expr`` of parse mode 3 and over: ``n := expression``).
+_ASSIGN = re.compile(r"^[^:=]*?(:=|=)", re.S)
+#: The conditions whose handler outlives the timeout's cancel (``OTHERS`` does not catch it).
+_CANCEL = frozenset({"query_canceled", "operator_intervention", "57014", "57000"})
+#: Builtin functions that change what a read-only transaction keeps or is refused (a
+#: sequence, a large object): a write, as a statement is.
+_WRITING_CALLS = frozenset({"nextval", "setval", "lo_create", "lo_creat", "lo_unlink",
+                            "lo_import", "lo_export", "lo_put", "lo_from_bytea", "lo_truncate"})
+_BODY_WORD = re.compile(r"[A-Za-z_][\w$]*")
+
+
+@dataclass(frozen=True)
+class Body:
+    """What running a routine does, as its parsed body says."""
+
+    #: The first statement (or builtin) that changes data, labelled, or None.
+    writes: str | None = None
+    #: Why the body cannot be followed (a statement built at run time, another language, a
+    #: body no parser here takes), or None.
+    unread: str | None = None
+    #: The body holds an exception handler: a refused statement it runs is no error.
+    catches: bool = False
+    #: A handler of the cancel (the routine outlives the statement timeout's cancel).
+    cancel: bool = False
+    #: Every name the body calls or mentions, lower-cased (a quoted name whole).
+    calls: frozenset[str] = frozenset()
+
+
+def read_body(lang: str, body: str, definition: str | None = None) -> Body:
+    """What a routine in ``lang`` whose body is ``body`` (``prosrc``, with its parameters'
+    defaults) does; ``definition``: its ``CREATE FUNCTION`` text (``pg_get_functiondef``),
+    which PL/pgSQL's parser needs for its parameters' names."""
+    words = frozenset(w.lower() for w in _BODY_WORD.findall(body))
+    if lang in ("c", "internal"):  # a builtin's second name: its body is the C symbol
+        return Body(calls=words)
+    if lang not in ("sql", "plpgsql"):
+        return Body(unread=f"LANGUAGE {lang}", calls=words)
+    if "u&" in body.lower():  # no word reading follows a Unicode-escaped name
+        return Body(unread="a Unicode-escaped name", calls=words)
+    try:
+        if lang == "sql":
+            return _sql_body(body, words)
+        if definition:
+            return _plpgsql_body(definition, words)
+        for returns in ("text", "void", "SETOF text"):  # what RETURN in the body takes
+            try:
+                return _plpgsql_body(_wrapped(body, returns), words)
+            except Exception:
+                if returns == "SETOF text":
+                    raise
+        raise AssertionError("unreachable")
+    except Exception as exc:  # any parser failure leaves the body unread
+        return Body(unread=f"a body PostgreSQL's parser here does not take "
+                           f"({' '.join(str(exc).split())[:120]})", calls=words)
+
+
+def _wrapped(body: str, returns: str) -> str:
+    """A definition around a bare PL/pgSQL body (no parameter names: one that assigns to a
+    parameter is unread, the cautious side)."""
+    tag = "qe"
+    while f"${tag}$" in body:
+        tag += "x"
+    return f"CREATE FUNCTION f() RETURNS {returns} LANGUAGE plpgsql AS ${tag}${body}${tag}$"
+
+
+def _sql_body(body: str, words: frozenset[str]) -> Body:
+    from pglast import parser
+
+    tree = _loads(parser.parse_sql_json(body))
+    stmts = [s.get("stmt") or {} for s in (tree or {}).get("stmts") or []]
+    writes, calls = _statements(stmts)
+    return Body(writes=writes, calls=words | calls)
+
+
+def _statements(stmts: Iterable[dict[str, Any]]) -> tuple[str | None, frozenset[str]]:
+    """The first write among SQL statement trees (a statement type, a data-changing node
+    anywhere in one, a row lock, ``SELECT INTO``, a writing builtin), and every name called."""
+    writes: str | None = None
+    calls: set[str] = set()
+    for stmt in stmts:
+        kind = next(iter(stmt), "")
+        if kind == "CreateFunctionStmt":  # BEGIN ATOMIC: its statements are the body
+            inner = stmt[kind].get("sql_body") or []
+            more = [s for part in inner for s in (part.get("List", {}).get("items", [])
+                                                   if isinstance(part, dict) else [])]
+            write, called = _statements(s for s in more if isinstance(s, dict))
+            writes, calls = writes or write, calls | called
+            continue
+        if kind not in _READS and writes is None:
+            writes = kind.removesuffix("Stmt").upper() or "a statement"
+        for key, node in _nodes(stmt):
+            if key in ("InsertStmt", "UpdateStmt", "DeleteStmt", "MergeStmt") and writes is None:
+                writes = key.removesuffix("Stmt").upper()
+            elif key == "SelectStmt" and (node.get("lockingClause") or node.get("intoClause")) \
+                    and writes is None:
+                writes = "a row lock" if node.get("lockingClause") else "SELECT INTO"
+            elif key == "FuncCall":
+                parts = [str(p.get("String", {}).get("sval", "")) for p in node.get("funcname", [])
+                         if isinstance(p, dict)]
+                if parts:
+                    calls.add(parts[-1].lower())
+                    if parts[-1].lower() in _WRITING_CALLS and writes is None:
+                        writes = f"{parts[-1]}()"
+            for field in ("sval", "relname"):
+                if isinstance(node.get(field), str):
+                    calls.add(node[field].lower())
+    return writes, frozenset(calls)
+
+
+def _plpgsql_body(definition: str, words: frozenset[str]) -> Body:
+    from pglast import parser
+
+    tree = _loads(parser.parse_plpgsql_json(definition))
+    writes: str | None = None
+    unread: str | None = None
+    catches = cancel = False
+    calls: set[str] = set(words)
+    for key, node in _nodes(tree):
+        if key in _DYNAMIC or (key in ("PLpgSQL_stmt_open", "PLpgSQL_stmt_return_query")
+                               and node.get("dynquery")):
+            unread = unread or f"a statement built at run time ({_DYNAMIC.get(key, 'EXECUTE')})"
+        elif key == "PLpgSQL_exception_block":
+            catches = True
+        elif key == "PLpgSQL_condition":
+            cancel = cancel or str(node.get("condname", "")).lower() in _CANCEL
+        elif key == "PLpgSQL_expr":
+            query, mode = str(node.get("query", "")), int(node.get("parseMode", 0))
+            if mode >= 3 and (match := _ASSIGN.match(query)):
+                query = query[match.end():]
+            sql = query if mode == 0 else f"SELECT {query}"
+            from pglast import parser as sql_parser
+
+            inner = _loads(sql_parser.parse_sql_json(sql))
+            write, called = _statements(s.get("stmt") or {} for s in (inner or {}).get("stmts") or [])
+            writes, calls = writes or write, calls | called
+    return Body(writes=writes, unread=unread, catches=catches, cancel=cancel,
+                calls=frozenset(calls))
+
+
+def hidden_volatile(routines: Iterable[tuple[Any, ...]], volatile: Iterable[str]) -> dict[str, str]:
+    """The database's routines declared ``STABLE`` or ``IMMUTABLE`` (a volatile one is
+    refused by its own declaration) that call a volatile builtin outside
+    :data:`~.pgguard.VOLATILE_ALLOWED`, directly or through another such routine, by name, with
+    the builtin: ``rf(text)``, a STABLE definer routine over ``pg_read_file``, gave the host's
+    files, and ``lockit()`` took an advisory lock (the forty-first re-probe's O7, M3).
+    ``routines``: :data:`~.pgguard.ROUTINES_SQL`'s rows (name, volatility, language, body and,
+    for PL/pgSQL, its definition). A body that cannot be followed (:attr:`Body.unread`), that
+    writes (a non-volatile routine's write is refused by PL/pgSQL itself, which the routine may
+    catch: the forty-seventh re-probe's R1, the forty-eighth's S3) or that catches
+    ``query_canceled`` (it outlives the timeout's cancel: the forty-seventh re-probe's Q7) is
+    such a routine too (``?``). A ``LANGUAGE internal`` routine's body is the builtin's name."""
+    rows = [(str(r[0]).lower(), str(r[1]), str(r[2]),
+             read_body(str(r[2]), str(r[3] or ""), str(r[4]) if len(r) > 4 and r[4] else None))
+            for r in routines]
+    # and the database's own volatile routines (a STABLE routine over a VOLATILE definer one
+    # over pg_read_file: the forty-second re-probe's Q6)
+    bad = ({v.lower() for v in volatile} - VOLATILE_ALLOWED) | {n for n, v, _, _ in rows if v == "v"}
+    found: dict[str, str] = {name: "?" for name, volatility, lang, body in rows
+                             if volatility != "v" and lang != "c"
+                             and (body.unread or body.writes or body.cancel)}
+    while True:  # through the routines that call such a one
+        more = {name: sorted(body.calls & (bad | set(found)))[0]
+                for name, volatility, lang, body in rows
+                if name not in found and volatility != "v" and lang != "c"
+                and body.calls & (bad | set(found))}
+        if not more:
+            return found
+        found.update(more)
+
+
+#: Every routine of the database the server may run for the role (its ``EXECUTE`` privilege,
+#: or a slot the server calls with no check of it: :data:`~.pgescape.CALLED_UNCHECKED`), in a
+#: language other than C: its signature, language, body and PL/pgSQL definition. A trigger's
+#: routine is left out: it runs only for a write, which the read-only transaction refuses
+#: before any trigger fires.
+CATCHING_SQL = f"""
+SELECT p.oid::pg_catalog.regprocedure::pg_catalog.text, l.lanname::pg_catalog.text,
+       pg_catalog.concat_ws(' ', CASE WHEN p.prosqlbody IS NULL THEN p.prosrc
+                                 ELSE pg_catalog.pg_get_functiondef(p.oid) END,
+                            pg_catalog.pg_get_expr(p.proargdefaults, 0)),
+       CASE WHEN l.lanname OPERATOR(pg_catalog.=) 'plpgsql'
+            THEN pg_catalog.pg_get_functiondef(p.oid) END
+FROM pg_catalog.pg_proc p
+JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+JOIN pg_catalog.pg_language l ON l.oid OPERATOR(pg_catalog.=) p.prolang
+WHERE p.prokind OPERATOR(pg_catalog.<>) 'a'
+  AND l.lanname OPERATOR(pg_catalog.<>) 'c'
+  AND p.prorettype OPERATOR(pg_catalog.<>) ALL
+        (ARRAY['pg_catalog.trigger'::pg_catalog.regtype,
+               'pg_catalog.event_trigger'::pg_catalog.regtype]::pg_catalog.oid[])
+  AND (n.nspname::pg_catalog.text OPERATOR(pg_catalog.<>) ALL
+         (ARRAY['pg_catalog', 'information_schema']::pg_catalog.text[])
+       OR p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid)
+  AND (pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
+       OR p.oid OPERATOR(pg_catalog.=) ANY (ARRAY{CALLED_UNCHECKED}))
+ORDER BY 1
+"""
+
+
+def caught_writes(rows: Iterable[tuple[Any, ...]]) -> str:
+    """Why no write attempt can be counted on the database of :data:`CATCHING_SQL`'s
+    ``rows`` ("" when it can): one of its routines handles errors (or is in a language whose
+    errors no reading here follows) and one writes or runs what cannot be read. The server
+    may run the first for any query (an aggregate, a sort, a literal of a type) and the
+    second inside it, and the read-only transaction's refusal then never reaches the query
+    (the forty-eighth re-probe's S1, S3, S4: a caught ``DELETE`` was 0 write attempts)."""
+    catcher = writer = None
+    for signature, lang, body, definition in rows:
+        read = read_body(str(lang), str(body or ""), str(definition) if definition else None)
+        if catcher is None and (read.catches or (read.unread and lang not in ("sql", "plpgsql"))):
+            catcher = (str(signature), "handles errors" if read.catches
+                       else f"is in {read.unread}, whose handling of errors no reading here "
+                            "follows")
+        if writer is None and (read.writes or read.unread):
+            writer = (str(signature), f"runs {read.writes}" if read.writes
+                      else f"runs what no reading here follows ({read.unread})")
+    if catcher is None or writer is None:
+        return ""
+    same = catcher[0] == writer[0]
+    return (f"the database's routine {catcher[0]} {catcher[1]}"
+            + (f" and {writer[1]}" if same else
+               f", and its routine {writer[0]} {writer[1]}")
+            + ": the server may run them for any query (an aggregate, a sort, a literal of a "
+              "type) and a refused write caught there is never seen, so no count of write "
+              "attempts on this datasource can be established (REVOKE EXECUTE on them from "
+              "the role, or move them out of its database)")
