@@ -197,16 +197,28 @@ def test_a_call_whose_counts_were_lost_leaves_the_count_unestablished() -> None:
 
 def test_end_to_end_the_hostile_calls_fail_and_the_honest_one_passes(
         pytester: pytest.Pytester, postgres_server: Any, hostile: str) -> None:
-    """The probes' replayed calls (``timeout: 2``). Before: each passed with 0."""
-    forms = {"caught-dd": ("SELECT 'x'::cwdd AS v", "employee"),
-             "caught-array": ("SELECT '{x}'::cwda AS v", "employee"),
-             "sleep-dd": ("SELECT 'x'::rsdd2 AS v", "employee"),
+    """The probes' replayed calls (``timeout: 2``). Before: each passed with 0. The routine
+    that catches its write makes every case on its database an error (no write attempt can be
+    counted there: the forty-eighth re-probe's S1), so the other routes are run on a database
+    without it, where the honest call passes."""
+    forms = {"sleep-dd": ("SELECT 'x'::rsdd2 AS v", "employee"),
              "partitioned": ("SELECT string_agg(name, ',') FROM staff_a", "staff"),
              "child": ("SELECT string_agg(name, ',') FROM people_c", "people"),
              "honest": ("SELECT count(*) FROM genre", "employee")}
     cases = {f"tool-{name}": ({"trajectory": [call("c1", "run_query", sql), tool("c1", "x")]},
                               {"forbidden_tables": [table]}, GATES)
              for name, (sql, table) in forms.items()}
-    report = _suite(pytester, {"type": "sqlalchemy", "timeout": 2,
-                               "url": postgres_server.readonly_url(hostile)}, cases)
+    setup = [s for s in _setup(postgres_server.readonly_user) if " cw" not in s]
+    with _database(postgres_server, "q46p_" + uuid.uuid4().hex[:6], *setup) as plain:
+        report = _suite(pytester, {"type": "sqlalchemy", "timeout": 2,
+                                   "url": postgres_server.readonly_url(plain)}, cases)
     assert_verdicts(report, cases)
+    caught = {"caught-dd": "SELECT 'x'::cwdd AS v", "caught-array": "SELECT '{x}'::cwda AS v",
+              "honest": "SELECT count(*) FROM genre"}
+    report = _suite(pytester, {"type": "sqlalchemy", "timeout": 2,
+                               "url": postgres_server.readonly_url(hostile)}, {
+        cid: ({"trajectory": [call("c1", "run_query", sql), tool("c1", "x")]},
+              {"forbidden_tables": ["employee"]}, GATES) for cid, sql in caught.items()})
+    for cid in caught:
+        assert report.outcomes[cid] == "error", (cid, report.by_id[cid])
+        assert "cw(text) handles errors" in str(report.by_id[cid].get("error")), cid

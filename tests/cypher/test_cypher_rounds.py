@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_queryeval.errors import QueryRefused
+from tests.cypher import test_cypher_fortyeighth as fortyeighth
 from tests.cypher import test_cypher_fortyfifth as fortyfifth
 from tests.cypher import test_cypher_fortyfirst as fortyfirst
 from tests.cypher import test_cypher_fortyfourth as fortyfourth
@@ -19,7 +20,7 @@ from tests.cypher.test_cypher_thirtyninth import _unrehearsed
 
 ROUNDS = {"thirtyninth": thirtyninth, "fortyfirst": fortyfirst, "fortythird": fortythird,
           "fortyfourth": fortyfourth, "fortyfifth": fortyfifth,
-          "fortysixth": fortysixth, "fortyseventh": fortyseventh}
+          "fortysixth": fortysixth, "fortyseventh": fortyseventh, "fortyeighth": fortyeighth}
 _REFUSED = [(round_, name) for round_, module in ROUNDS.items() for name in sorted(module.REFUSED)]
 _SENT = [(round_, k) for round_, module in ROUNDS.items() for k in range(len(module.SENT))]
 

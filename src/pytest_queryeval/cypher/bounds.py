@@ -603,13 +603,16 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
     lower it). And whether the text counts them (ranges, list literals, a ``LIMIT``), or
     they are a guess of a graph's matches. And the rows the text's counted factors make at
     least, whatever the guesses beside them (``MATCH (a) UNWIND range(1,1000000) ...`` sorted
-    13,000,000 rows, taken for 1,000,000 guessed: the forty-fifth re-probe's T3).
+    13,000,000 rows, taken for 1,000,000 guessed: the forty-fifth re-probe's T3), times what
+    the ``MATCH`` clauses make at least when the text counts more than one
+    (:func:`_matched_at_least`: the forty-eighth re-probe's H3).
     ``unwound``: what an ``UNWIND`` of a name unwinds, by the name's index
     (:func:`_unwound_names`), and whether the text counts it."""
     out: list[int] = []
     counted: list[bool] = []
     least: list[int] = []
     rows, matched, depth, aggregated, exact, floor = 1, False, 0, False, True, 1
+    matches = 1  # what the MATCH clauses make at least (:func:`_matched_at_least`)
     for i, tok in enumerate(code):
         if tok.kind == "punct" and tok.text in _OPEN:
             depth += 1
@@ -620,12 +623,14 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
             # past ``WITH collect(x) AS r``: one row, from which a MATCH of one pattern
             # matches what a first one does (``WITH collect(n.name) AS names MATCH (m:Movie)
             # RETURN m.title, names`` was taken for a product and refused)
-            rows, aggregated, matched, exact, floor = 1, False, False, True, 1
+            rows, aggregated, matched, exact, floor, matches = 1, False, False, True, 1, 1
         if word == "MATCH":
             one = not matched and _one_pattern(code, i + 1)
             rows, matched = _times(rows, UNSIZED_LIST, False) if one \
                 else max(rows, UNBOUNDED_ROWS), True
             exact = False
+            optional = i > 0 and code[i - 1].text.upper() == "OPTIONAL"
+            matches *= 1 if optional else _matched_at_least(code, i + 1)
         elif word in _ROW_SOURCES:
             rows, exact = max(rows, UNBOUNDED_ROWS), False
         elif word == "UNWIND":
@@ -646,13 +651,50 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
                                    "of numbers is sent there")
             if limit is not None and (rows >= UNBOUNDED_ROWS or limit <= rows):
                 rows, exact = limit, True
-            floor = min(floor, rows)
+            floor, matches = min(floor, rows), 1
         if word == "WITH" and depth == 0:
             aggregated = _aggregates_only(code, i + 1)  # its own items see the rows before
         out.append(rows)
         counted.append(exact)
-        least.append(floor)
+        # the MATCH clauses' rows at least, beside rows the text counts (H3); alone they are a
+        # guess of a graph's matches, which no sort here is refused for
+        least.append(floor * matches if floor > 1 else floor)
     return out, counted, least
+
+
+#: The rows a ``MATCH`` is taken to make at least, where the text counts none, for a sort
+#: over its product with rows the text counts: a match of fixed hops, and one with a
+#: variable-length relationship. ``MATCH p=(a)-[*]-(b) CALL { UNWIND range(1,100000) AS k
+#: RETURN k } WITH p, k ORDER BY p`` was taken for 100,000 rows (314 paths there: 31,400,000)
+#: and held a 3 s server 11.4 s, and the next case's gold timed out (the forty-eighth
+#: re-probe's H3).
+MATCHED_AT_LEAST = 10
+VARIABLE_MATCHED_AT_LEAST = UNSIZED_LIST
+
+
+def _matched_at_least(code: Sequence[Token], start: int) -> int:
+    """What a ``MATCH`` whose patterns start at ``code[start]`` multiplies the counted rows
+    by at least: each of its patterns (a product of those a comma joins)
+    :data:`MATCHED_AT_LEAST`, or :data:`VARIABLE_MATCHED_AT_LEAST` with a variable-length
+    relationship (two of those, each with a fixed hop, sorted by their paths, held the
+    server 9.6 s: the forty-eighth re-probe's H1)."""
+    depth, product, variable = 0, 1, False
+    for tok in code[start:]:
+        if tok.kind == "punct" and tok.text in _OPEN:
+            depth += 1
+        elif tok.kind == "punct" and tok.text in _CLOSE:
+            depth -= 1
+            if depth < 0:
+                break
+        elif depth == 0 and (tok.text == "," or (
+                tok.kind == "word" and tok.text.upper() in _PATTERN_ENDS)):
+            product *= VARIABLE_MATCHED_AT_LEAST if variable else MATCHED_AT_LEAST
+            variable = False
+            if tok.text != ",":
+                return product
+        elif depth > 0 and tok.text == "*":
+            variable = True
+    return product * (VARIABLE_MATCHED_AT_LEAST if variable else MATCHED_AT_LEAST)
 
 
 def _whole_collect(code: Sequence[Token], scopes: list[tuple[int, ...]], start: int,
@@ -2122,7 +2164,9 @@ def _check_sorts(code: Sequence[Token], scopes: list[tuple[int, ...]],
         if (counted[at] and rows[at] > MAX_SORTED) or least[at] > MAX_SORTED or (
                 not counted[at] and rows[at] >= UNBOUNDED_ROWS
                 and (keyed or degree[at] >= MAX_PRODUCT)):
-            whose = "the text counts" if counted[at] or least[at] > MAX_SORTED else \
+            whose = "the text counts (each pattern a MATCH matches taken for 10 at least, " \
+                "1,000 with a variable-length relationship)" \
+                if counted[at] or least[at] > MAX_SORTED else \
                 f"of a product of {degree[at]} patterns" + (
                     ", by a key that may hold several values" if keyed else "")
             raise QueryRefused(

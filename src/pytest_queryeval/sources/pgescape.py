@@ -118,10 +118,26 @@ _AFTER_INITDB = AFTER_INITDB
 #: forty-sixth re-probe's P2: ``SELECT 'x'::kdd``, a domain over a domain whose ``CHECK``
 #: ran ``pg_terminate_backend``, ended another session of the role, and the call passed).
 _SIGNALS = "pg_(terminate|cancel)_backend"
+#: The routines an aggregate or an operator class (a sort's comparison, a hash) has the server
+#: run for a query that names neither.
+_UNROUTED = """(
+    SELECT a.amproc FROM pg_catalog.pg_amproc a
+    UNION ALL SELECT pg_catalog.unnest(ARRAY[g.aggtransfn, g.aggfinalfn, g.aggcombinefn,
+      g.aggserialfn, g.aggdeserialfn, g.aggmtransfn, g.aggminvtransfn, g.aggmfinalfn]::
+      pg_catalog.oid[]) FROM pg_catalog.pg_aggregate g)"""
 #: A body that may name them where no text does: a statement built at run time (``EXECUTE
 #: 'SELECT pg_' || 'terminate' || ...`` in an aggregate's state function ended another session:
 #: the forty-eighth re-probe's S2), a builtin running SQL given as text, a Unicode-escaped name.
 _BUILT = "\\mexecute\\M|query_to_xml|cursor_to_xml|ts_stat|ts_rewrite|crosstab|connectby|u&"
+#: A condition: routine ``{q}`` builds what it runs (:data:`_BUILT`) or is in a language no
+#: reading follows. Read for the routines of the slots the server calls with no query naming
+#: them and no route of :mod:`.pgroutes` leading there (:data:`_UNROUTED`: an aggregate's, an
+#: operator class's), and their callees: a view, a domain, an index, an operator, a cast or a
+#: query naming such a routine is refused where the query runs.
+_BUILT_BY = (f"({{q}}.prosrc OPERATOR(pg_catalog.~*) '{_BUILT}' OR {{q}}.prolang "
+             "OPERATOR(pg_catalog.<>) ALL (SELECT l.oid FROM pg_catalog.pg_language l WHERE "
+             "l.lanname OPERATOR(pg_catalog.=) ANY "
+             "(ARRAY['sql', 'plpgsql', 'internal', 'c']::pg_catalog.name[])))")
 
 #: (kind, name, how many of that kind) for every route the current role can take; the
 #: names are cut to five a kind. The routines are those the role, or a role it may become,
@@ -210,10 +226,15 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
   SELECT 7, 'signalling', p.oid::pg_catalog.regprocedure::pg_catalog.text
   FROM pg_catalog.pg_proc p
   WHERE p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
-    AND (p.prosrc OPERATOR(pg_catalog.~*) '{_SIGNALS}|{_BUILT}'
-         OR p.prolang OPERATOR(pg_catalog.<>) ALL (SELECT l.oid FROM pg_catalog.pg_language l
-              WHERE l.lanname OPERATOR(pg_catalog.=) ANY
-                    (ARRAY['sql', 'plpgsql', 'internal', 'c']::pg_catalog.name[])))
+    AND (p.prosrc OPERATOR(pg_catalog.~*) '{_SIGNALS}'
+         OR (p.oid OPERATOR(pg_catalog.=) ANY (ARRAY{_UNROUTED})
+             AND ({_BUILT_BY.format(q='p')} OR EXISTS (
+               SELECT 1 FROM pg_catalog.pg_proc q
+               WHERE q.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+                 AND {_BUILT_BY.format(q='q')}
+                 AND pg_catalog.strpos(pg_catalog.lower(p.prosrc),
+                                       pg_catalog.lower(q.proname::pg_catalog.text))
+                     OPERATOR(pg_catalog.>) 0))))
     AND EXISTS (SELECT 1 FROM pg_catalog.pg_proc s
                 WHERE s.oid OPERATOR(pg_catalog.<) 16384::pg_catalog.oid
                   AND s.proname OPERATOR(pg_catalog.~) '^{_SIGNALS}$'
