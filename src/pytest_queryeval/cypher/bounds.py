@@ -642,15 +642,7 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
             floor *= size if size is not None and sized else 1
             exact = exact and size is not None and sized
         elif word == "LIMIT" and depth == 0 and _limits(code, i):
-            # unbounded rows are as many as a LIMIT lets through (``WITH y LIMIT 4000000``
-            # after a product of ranges: the forty-second re-probe's Q1, Q2)
-            limit = _limit(code, i + 1)
-            if limit is None and rows >= UNBOUNDED_ROWS:
-                raise QueryRefused(f"LIMIT at {where(tok)} is not a number the guard can read "
-                                   "after rows it cannot bound: only a number or arithmetic "
-                                   "of numbers is sent there")
-            if limit is not None and (rows >= UNBOUNDED_ROWS or limit <= rows):
-                rows, exact = limit, True
+            rows, exact = _limited(code, i, rows, exact)
             floor, matches = min(floor, rows), 1
         if word == "WITH" and depth == 0:
             aggregated = _aggregates_only(code, i + 1)  # its own items see the rows before
@@ -660,6 +652,20 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
         # guess of a graph's matches, which no sort here is refused for
         least.append(floor * matches if floor > 1 else floor)
     return out, counted, least
+
+
+def _limited(code: Sequence[Token], i: int, rows: int, exact: bool) -> tuple[int, bool]:
+    """The rows past the ``LIMIT`` at ``code[i]``, and whether the text counts them:
+    unbounded rows are as many as a LIMIT lets through (``WITH y LIMIT 4000000`` after a
+    product of ranges: the forty-second re-probe's Q1, Q2)."""
+    limit = _limit(code, i + 1)
+    if limit is None and rows >= UNBOUNDED_ROWS:
+        raise QueryRefused(f"LIMIT at {where(code[i])} is not a number the guard can read "
+                           "after rows it cannot bound: only a number or arithmetic "
+                           "of numbers is sent there")
+    if limit is not None and (rows >= UNBOUNDED_ROWS or limit <= rows):
+        return limit, True
+    return rows, exact
 
 
 #: The rows a ``MATCH`` is taken to make at least, where the text counts none, for a sort

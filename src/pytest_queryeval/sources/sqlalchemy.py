@@ -210,6 +210,8 @@ class SqlAlchemySource(SourceDefaults):
         #: The database's STABLE or IMMUTABLE routines that call a volatile builtin (or run
         #: what cannot be read), by name, with what they call (:func:`.pgbodies.hidden_volatile`).
         self._hidden: dict[str, str] | None = None
+        #: The database's routines as :data:`.pgguard.ROUTINES_SQL` reads them (read once).
+        self._routines: list[Any] | None = None
         #: The foreign tables over the server's files, and the views of them (lower-cased).
         self._file_tables: frozenset[str] | None = None
         #: The database's views that call a routine a query may not call by name, with what
@@ -666,7 +668,6 @@ class SqlAlchemySource(SourceDefaults):
         from sqlalchemy import text
 
         from . import pgroutes
-        from .pgguard import ROUTINES_SQL
 
         if self._volatile_views is None:
             found: dict[str, str] = {}
@@ -676,7 +677,7 @@ class SqlAlchemySource(SourceDefaults):
                               ("table", pgroutes.TABLE_ROUTINES_SQL),
                               ("view", pgroutes.VIEW_ROUTINES_SQL), ("function", None)):
                 rows = conn.execute(text(sql)).all() if sql is not None else \
-                    pgroutes.reading_routines(conn.execute(text(ROUTINES_SQL)).all(), found)
+                    pgroutes.reading_routines(self._routines_of(conn), found)
                 said = pgroutes.volatile_views(rows, lambda: self._hidden_of(conn), noun,
                                                dict(found))
                 found.update({name: f"{noun} {name} {why}" for name, why in said.items()
@@ -690,13 +691,24 @@ class SqlAlchemySource(SourceDefaults):
         from sqlalchemy import text
 
         from .pgbodies import hidden_volatile
-        from .pgguard import ROUTINES_SQL, VOLATILE_BUILTINS_SQL
+        from .pgguard import VOLATILE_BUILTINS_SQL
 
         if self._hidden is None:
-            self._hidden = hidden_volatile(conn.execute(text(ROUTINES_SQL)).all(), [
+            self._hidden = hidden_volatile(self._routines_of(conn), [
                 *conn.execute(text(VOLATILE_BUILTINS_SQL)).scalars(),
                 *self._file_tables_of(conn)])
         return self._hidden
+
+    def _routines_of(self, conn: Connection) -> list[Any]:
+        """The database's routines (:data:`.pgguard.ROUTINES_SQL`'s rows), read once a source:
+        what :meth:`_hidden_of` and :meth:`_volatile_views_of` both read."""
+        from sqlalchemy import text
+
+        from .pgguard import ROUTINES_SQL
+
+        if self._routines is None:
+            self._routines = list(conn.execute(text(ROUTINES_SQL)).all())
+        return self._routines
 
     def _blinded_of(self, conn: Connection) -> str:
         """Why the counts could be blinded on this database and role (read once:
