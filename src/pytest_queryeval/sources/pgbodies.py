@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .pgescape import CALLED_UNCHECKED
-from .pgguard import VOLATILE_ALLOWED, _loads, _nodes
+from .pgguard import OWN_ROUTINES, ROUTINE_TEXTS, VOLATILE_ALLOWED, _loads, _nodes
 
 __all__ = ["CATCHING_SQL", "Body", "caught_writes", "hidden_volatile", "read_body"]
 
@@ -214,22 +214,10 @@ def hidden_volatile(routines: Iterable[tuple[Any, ...]], volatile: Iterable[str]
 #: before any trigger fires.
 CATCHING_SQL = f"""
 SELECT p.oid::pg_catalog.regprocedure::pg_catalog.text, l.lanname::pg_catalog.text,
-       pg_catalog.concat_ws(' ', CASE WHEN p.prosqlbody IS NULL THEN p.prosrc
-                                 ELSE pg_catalog.pg_get_functiondef(p.oid) END,
-                            pg_catalog.pg_get_expr(p.proargdefaults, 0)),
-       CASE WHEN l.lanname OPERATOR(pg_catalog.=) 'plpgsql'
-            THEN pg_catalog.pg_get_functiondef(p.oid) END
-FROM pg_catalog.pg_proc p
-JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
-JOIN pg_catalog.pg_language l ON l.oid OPERATOR(pg_catalog.=) p.prolang
-WHERE p.prokind OPERATOR(pg_catalog.<>) 'a'
-  AND l.lanname OPERATOR(pg_catalog.<>) 'c'
+       {ROUTINE_TEXTS}{OWN_ROUTINES}  AND l.lanname OPERATOR(pg_catalog.<>) 'c'
   AND p.prorettype OPERATOR(pg_catalog.<>) ALL
         (ARRAY['pg_catalog.trigger'::pg_catalog.regtype,
                'pg_catalog.event_trigger'::pg_catalog.regtype]::pg_catalog.oid[])
-  AND (n.nspname::pg_catalog.text OPERATOR(pg_catalog.<>) ALL
-         (ARRAY['pg_catalog', 'information_schema']::pg_catalog.text[])
-       OR p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid)
   AND (pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
        OR p.oid OPERATOR(pg_catalog.=) ANY (ARRAY{CALLED_UNCHECKED}))
 ORDER BY 1

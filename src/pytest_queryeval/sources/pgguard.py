@@ -68,18 +68,16 @@ VOLATILE_ALLOWED = frozenset({
     "pg_total_relation_size", "pg_indexes_size", "pg_database_size",
 })
 
-#: The database's own routines (outside the system schemas, or made there after ``initdb``):
-#: name, volatility, language and what runs when one is called (its body, and the
-#: ``DEFAULT`` of its parameters), and a PL/pgSQL routine's definition, which its parser
-#: needs. Every catalog name and operator qualified: a database may put ``public`` first on
-#: its ``search_path``.
-ROUTINES_SQL = """
-SELECT p.proname::pg_catalog.text, p.provolatile::pg_catalog.text, l.lanname::pg_catalog.text,
-       pg_catalog.concat_ws(' ', CASE WHEN p.prosqlbody IS NULL THEN p.prosrc
+#: What runs when routine ``p`` (in language ``l``) is called: its body and the ``DEFAULT``
+#: of its parameters, and a PL/pgSQL routine's definition, which its parser needs.
+ROUTINE_TEXTS = """pg_catalog.concat_ws(' ', CASE WHEN p.prosqlbody IS NULL THEN p.prosrc
                                  ELSE pg_catalog.pg_get_functiondef(p.oid) END,
                             pg_catalog.pg_get_expr(p.proargdefaults, 0)),
        CASE WHEN l.lanname OPERATOR(pg_catalog.=) 'plpgsql'
-            THEN pg_catalog.pg_get_functiondef(p.oid) END
+            THEN pg_catalog.pg_get_functiondef(p.oid) END"""
+#: The rows of :data:`ROUTINES_SQL` (and :data:`.pgbodies.CATCHING_SQL`): routine ``p`` in
+#: namespace ``n`` and language ``l``.
+OWN_ROUTINES = """
 FROM pg_catalog.pg_proc p
 JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
 JOIN pg_catalog.pg_language l ON l.oid OPERATOR(pg_catalog.=) p.prolang
@@ -88,6 +86,12 @@ WHERE p.prokind OPERATOR(pg_catalog.<>) 'a'
          (ARRAY['pg_catalog', 'information_schema']::pg_catalog.text[])
        OR p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid)
 """
+#: The database's own routines (outside the system schemas, or made there after ``initdb``):
+#: name, volatility, language and :data:`ROUTINE_TEXTS`. Every catalog name and operator
+#: qualified: a database may put ``public`` first on its ``search_path``.
+ROUTINES_SQL = f"""
+SELECT p.proname::pg_catalog.text, p.provolatile::pg_catalog.text, l.lanname::pg_catalog.text,
+       {ROUTINE_TEXTS}{OWN_ROUTINES}"""
 #: The builtins that are volatile, by name and by their C symbol (what a ``LANGUAGE internal``
 #: routine's body names): what a routine of the database may not call unseen.
 VOLATILE_BUILTINS_SQL = """
