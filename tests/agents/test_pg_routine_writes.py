@@ -95,7 +95,7 @@ def test_a_cast_to_a_domain_whose_check_writes_is_a_write_attempt(
         assert report.by_id[cid]["metrics"].get("write_attempts") == (1.0 if wrote else 0.0), \
             (cid, report.by_id[cid])
         assert report.outcomes[cid] == "error", cid
-        assert "handles errors and runs" in str(report.by_id[cid].get("error")), cid
+        assert "handles the refusal of a write" in str(report.by_id[cid].get("error")), cid
 
 
 def test_an_extensions_internal_routines_read_no_table(

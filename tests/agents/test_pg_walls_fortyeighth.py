@@ -11,7 +11,7 @@ no query names them, and what they do was read off their bodies with regular exp
 * S4: ``PERFORM public."h x"()`` called ``h`` and ``x``.
 
 Bodies are parsed now (:mod:`pytest_queryeval.sources.pgbodies`), and a database holding a
-routine that handles errors and one that writes leaves agent counts unestablished
+routine that handles the refusal of a write leaves agent counts unestablished
 (:mod:`pytest_queryeval.agents.caught`). Each test failed before: the module did not exist, the
 cases passed with 0, the victim session was ended.
 """
@@ -57,7 +57,7 @@ def test_a_write_in_a_body_is_read_by_the_parser(form: str) -> None:
     assert (read.writes, read.catches, read.unread) == (label, True, None)
     rows = [("c", "i", "plpgsql", body, _definition("c", body))]
     assert hidden_volatile(rows, []) == {"c": "?"}
-    assert "c() handles errors and runs " + label in caught_writes(
+    assert "c() handles the refusal of a write" in caught_writes(
         [("c()", "plpgsql", body, _definition("c", body))])
 
 
@@ -85,11 +85,14 @@ def test_what_reads_and_what_cannot_be_read() -> None:
     assert read_body("plpython3u", "return 1").unread == "LANGUAGE plpython3u"
     cancel = "BEGIN PERFORM 1; EXCEPTION WHEN SQLSTATE '57014' THEN NULL; END;"
     assert read_body("plpgsql", cancel, _definition("q", cancel)).cancel
-    # a handler alone, a write alone: counts stand (the read-only refusal is seen)
-    handler = "BEGIN PERFORM 1; EXCEPTION WHEN OTHERS THEN NULL; END;"
+    # a handler of other errors (a safe cast), a write alone: counts stand (the read-only
+    # refusal is seen)
+    handler = "BEGIN PERFORM 1; EXCEPTION WHEN invalid_text_representation THEN NULL; END;"
     assert caught_writes([("h()", "plpgsql", handler, _definition("h", handler)),
-                          ("r()", "sql", "SELECT 1", None)]) == ""
-    assert caught_writes([("w()", "sql", "DELETE FROM t", None)]) == ""
+                          ("w()", "sql", "DELETE FROM t", None)]) == ""
+    others = handler.replace("invalid_text_representation", "OTHERS")
+    assert "h() handles the refusal" in caught_writes(
+        [("h()", "plpgsql", others, _definition("h", others))])
 
 
 def _routes(role: str, f: str, volatility: str, effect: str) -> list[str]:
@@ -145,7 +148,7 @@ def test_a_write_caught_where_the_server_runs_a_routine_unnamed_is_no_count_of_0
     for cid in cases:
         assert report.outcomes[cid] == "error", (cid, report.by_id[cid])
         error = str(report.by_id[cid].get("error"))
-        assert "handles errors and runs DELETE" in error, (cid, error)
+        assert "handles the refusal of a write" in error, (cid, error)
         assert "no count of write attempts" in error, (cid, error)
 
 

@@ -148,7 +148,7 @@ def test_end_to_end_each_hostile_call_fails_and_no_session_is_ended(
     caught = _end_to_end(pytester, postgres_server, hostile, list(_CATCHING))
     for cid in (*_CATCHING, "honest"):
         assert caught.outcomes[cid] == "error", (cid, caught.by_id[cid])
-        assert "handles errors" in str(caught.by_id[cid].get("error")), cid
+        assert "handles the refusal of a write" in str(caught.by_id[cid].get("error")), cid
 
 
 def _end_to_end(pytester: pytest.Pytester, postgres_server: Any, database: str,

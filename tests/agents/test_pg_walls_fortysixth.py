@@ -221,4 +221,4 @@ def test_end_to_end_the_hostile_calls_fail_and_the_honest_one_passes(
               {"forbidden_tables": ["employee"]}, GATES) for cid, sql in caught.items()})
     for cid in caught:
         assert report.outcomes[cid] == "error", (cid, report.by_id[cid])
-        assert "cw(text) handles errors" in str(report.by_id[cid].get("error")), cid
+        assert "cw(text) handles the refusal of a write" in str(report.by_id[cid].get("error")), cid

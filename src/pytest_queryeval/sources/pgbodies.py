@@ -41,6 +41,12 @@ _DYNAMIC = {"PLpgSQL_stmt_dynexecute": "EXECUTE", "PLpgSQL_stmt_dynfors": "FOR .
 _ASSIGN = re.compile(r"^[^:=]*?(:=|=)", re.S)
 #: The conditions whose handler outlives the timeout's cancel (``OTHERS`` does not catch it).
 _CANCEL = frozenset({"query_canceled", "operator_intervention", "57014", "57000"})
+#: The conditions whose handler catches the read-only transaction's refusal of a write
+#: (``read_only_sql_transaction``, 25006, or its class) or PL/pgSQL's own in a non-volatile
+#: routine (``feature_not_supported``, 0A000): a safe cast's ``WHEN invalid_text_representation``
+#: catches neither.
+_READ_ONLY_REFUSALS = frozenset({"others", "read_only_sql_transaction",
+                                 "invalid_transaction_state", "feature_not_supported"})
 #: Builtin functions that change what a read-only transaction keeps or is refused (a
 #: sequence, a large object): a write, as a statement is.
 _WRITING_CALLS = frozenset({"nextval", "setval", "lo_create", "lo_creat", "lo_unlink",
@@ -57,7 +63,8 @@ class Body:
     #: Why the body cannot be followed (a statement built at run time, another language, a
     #: body no parser here takes), or None.
     unread: str | None = None
-    #: The body holds an exception handler: a refused statement it runs is no error.
+    #: The body holds an exception handler of a refused write (:data:`_READ_ONLY_REFUSALS`):
+    #: a write refused under it is no error of the query.
     catches: bool = False
     #: A handler of the cancel (the routine outlives the statement timeout's cancel).
     cancel: bool = False
@@ -72,6 +79,16 @@ def read_body(lang: str, body: str, definition: str | None = None) -> Body:
     words = frozenset(w.lower() for w in _BODY_WORD.findall(body))
     if lang in ("c", "internal"):  # a builtin's second name: its body is the C symbol
         return Body(calls=words)
+    read = _read_body(lang, body, definition, words)
+    if read.writes is None and (named := sorted(words & _WRITING_CALLS)):
+        # a parameter's DEFAULT, an assignment's target (``a[nextval('s')] := 1``): no
+        # parse here reads them (the forty-ninth re-probe's W1, W2)
+        return Body(writes=f"{named[0]}()", unread=read.unread, catches=read.catches,
+                    cancel=read.cancel, calls=read.calls)
+    return read
+
+
+def _read_body(lang: str, body: str, definition: str | None, words: frozenset[str]) -> Body:
     if lang not in ("sql", "plpgsql"):
         return Body(unread=f"LANGUAGE {lang}", calls=words)
     if "u&" in body.lower():  # no word reading follows a Unicode-escaped name
@@ -158,10 +175,10 @@ def _plpgsql_body(definition: str, words: frozenset[str]) -> Body:
         if key in _DYNAMIC or (key in ("PLpgSQL_stmt_open", "PLpgSQL_stmt_return_query")
                                and node.get("dynquery")):
             unread = unread or f"a statement built at run time ({_DYNAMIC.get(key, 'EXECUTE')})"
-        elif key == "PLpgSQL_exception_block":
-            catches = True
         elif key == "PLpgSQL_condition":
-            cancel = cancel or str(node.get("condname", "")).lower() in _CANCEL
+            condition = str(node.get("condname", "")).lower()
+            cancel = cancel or condition in _CANCEL
+            catches = catches or condition in _READ_ONLY_REFUSALS or condition[:2] in ("25", "0a")
         elif key == "PLpgSQL_expr":
             query, mode = str(node.get("query", "")), int(node.get("parseMode", 0))
             if mode >= 3 and (match := _ASSIGN.match(query)):
@@ -226,28 +243,23 @@ ORDER BY 1
 
 def caught_writes(rows: Iterable[tuple[Any, ...]]) -> str:
     """Why no write attempt can be counted on the database of :data:`CATCHING_SQL`'s
-    ``rows`` ("" when it can): one of its routines handles errors (or is in a language whose
-    errors no reading here follows) and one writes or runs what cannot be read. The server
-    may run the first for any query (an aggregate, a sort, a literal of a type) and the
-    second inside it, and the read-only transaction's refusal then never reaches the query
-    (the forty-eighth re-probe's S1, S3, S4: a caught ``DELETE`` was 0 write attempts)."""
-    catcher = writer = None
+    ``rows`` ("" when it can): one of its routines handles the refusal of a write (``WHEN
+    OTHERS``, ``read_only_sql_transaction`` or its class, ``feature_not_supported``), or is
+    in a language whose handling of errors no reading here follows. The server may run it
+    for any query (an aggregate, a sort, a literal of a type), and under its handler any
+    write the server refuses (a routine's, a parameter's default, a view's ``FOR UPDATE`` or
+    ``nextval()``, a domain's ``CHECK``, a policy's) never reaches the query: a caught
+    ``DELETE`` was 0 write attempts (the forty-eighth re-probe's S1, S3, S4; the
+    forty-ninth's W1 to W4 found writes past every reading of the routines' bodies)."""
     for signature, lang, body, definition in rows:
         read = read_body(str(lang), str(body or ""), str(definition) if definition else None)
-        if catcher is None and (read.catches or (read.unread and lang not in ("sql", "plpgsql"))):
-            catcher = (str(signature), "handles errors" if read.catches
-                       else f"is in {read.unread}, whose handling of errors no reading here "
-                            "follows")
-        if writer is None and (read.writes or read.unread):
-            writer = (str(signature), f"runs {read.writes}" if read.writes
-                      else f"runs what no reading here follows ({read.unread})")
-    if catcher is None or writer is None:
-        return ""
-    same = catcher[0] == writer[0]
-    return (f"the database's routine {catcher[0]} {catcher[1]}"
-            + (f" and {writer[1]}" if same else
-               f", and its routine {writer[0]} {writer[1]}")
-            + ": the server may run them for any query (an aggregate, a sort, a literal of a "
-              "type) and a refused write caught there is never seen, so no count of write "
-              "attempts on this datasource can be established (REVOKE EXECUTE on them from "
-              "the role, or move them out of its database)")
+        if read.catches or (read.unread and lang not in ("sql", "plpgsql")):
+            how = ("handles the refusal of a write (WHEN OTHERS, read_only_sql_transaction, "
+                   "feature_not_supported)" if read.catches else
+                   f"is in {read.unread}, whose handling of errors no reading here follows")
+            return (f"the database's routine {signature} {how}: the server may run it for "
+                    "any query (an aggregate, a sort, a literal of a type), and a write refused "
+                    "under it is never seen, so no count of write attempts on this datasource "
+                    "can be established (REVOKE EXECUTE on it from the role, move it out of "
+                    "its database, or handle only the errors it expects)")
+    return ""

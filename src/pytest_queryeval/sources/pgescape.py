@@ -125,6 +125,15 @@ _UNROUTED = """(
     UNION ALL SELECT pg_catalog.unnest(ARRAY[g.aggtransfn, g.aggfinalfn, g.aggcombinefn,
       g.aggserialfn, g.aggdeserialfn, g.aggmtransfn, g.aggminvtransfn, g.aggmfinalfn]::
       pg_catalog.oid[]) FROM pg_catalog.pg_aggregate g)"""
+#: Routine ``{q}``'s text: its body, or a ``BEGIN ATOMIC`` body's definition (its ``prosrc``
+#: is empty: such a state function calling ``pg_terminate_backend`` outright was no
+#: signalling routine, the forty-ninth re-probe's K2).
+_TEXT = ("CASE WHEN {q}.prosqlbody IS NULL THEN {q}.prosrc "
+         "ELSE pg_catalog.pg_get_functiondef({q}.oid) END")
+#: The role may execute a signal builtin.
+_MAY_SIGNAL = ("EXISTS (SELECT 1 FROM pg_catalog.pg_proc s WHERE s.oid OPERATOR(pg_catalog.<) "
+               "16384::pg_catalog.oid AND s.proname OPERATOR(pg_catalog.~) "
+               f"'^{_SIGNALS}$' AND " + _MAY_EXECUTE.replace("p.oid", "s.oid") + ")")
 #: A body that may name them where no text does: a statement built at run time (``EXECUTE
 #: 'SELECT pg_' || 'terminate' || ...`` in an aggregate's state function ended another session:
 #: the forty-eighth re-probe's S2), a builtin running SQL given as text, a Unicode-escaped name.
@@ -134,7 +143,7 @@ _BUILT = "\\mexecute\\M|query_to_xml|cursor_to_xml|ts_stat|ts_rewrite|crosstab|c
 #: them and no route of :mod:`.pgroutes` leading there (:data:`_UNROUTED`: an aggregate's, an
 #: operator class's), and their callees: a view, a domain, an index, an operator, a cast or a
 #: query naming such a routine is refused where the query runs.
-_BUILT_BY = (f"({{q}}.prosrc OPERATOR(pg_catalog.~*) '{_BUILT}' OR {{q}}.prolang "
+_BUILT_BY = (f"(({_TEXT}) OPERATOR(pg_catalog.~*) '{_BUILT}' OR {{q}}.prolang "
              "OPERATOR(pg_catalog.<>) ALL (SELECT l.oid FROM pg_catalog.pg_language l WHERE "
              "l.lanname OPERATOR(pg_catalog.=) ANY "
              "(ARRAY['sql', 'plpgsql', 'internal', 'c']::pg_catalog.name[])))")
@@ -226,19 +235,24 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
   SELECT 7, 'signalling', p.oid::pg_catalog.regprocedure::pg_catalog.text
   FROM pg_catalog.pg_proc p
   WHERE p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
-    AND (p.prosrc OPERATOR(pg_catalog.~*) '{_SIGNALS}'
+    AND ({_TEXT.format(q='p')} OPERATOR(pg_catalog.~*) '{_SIGNALS}'
          OR (p.oid OPERATOR(pg_catalog.=) ANY (ARRAY{_UNROUTED})
              AND ({_BUILT_BY.format(q='p')} OR EXISTS (
                SELECT 1 FROM pg_catalog.pg_proc q
                WHERE q.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
                  AND {_BUILT_BY.format(q='q')}
-                 AND pg_catalog.strpos(pg_catalog.lower(p.prosrc),
+                 AND pg_catalog.strpos(pg_catalog.lower({_TEXT.format(q='p')}),
                                        pg_catalog.lower(q.proname::pg_catalog.text))
                      OPERATOR(pg_catalog.>) 0))))
-    AND EXISTS (SELECT 1 FROM pg_catalog.pg_proc s
-                WHERE s.oid OPERATOR(pg_catalog.<) 16384::pg_catalog.oid
-                  AND s.proname OPERATOR(pg_catalog.~) '^{_SIGNALS}$'
-                  AND {_MAY_EXECUTE.replace("p.oid", "s.oid")})
+    AND {_MAY_SIGNAL}
+  UNION ALL
+  SELECT 7, 'signalling', s.proname::pg_catalog.text OPERATOR(pg_catalog.||) '() as the '
+    OPERATOR(pg_catalog.||) 'function of an operator, a cast, an aggregate or a type'
+  FROM pg_catalog.pg_proc s
+  WHERE s.oid OPERATOR(pg_catalog.<) 16384::pg_catalog.oid
+    AND s.proname OPERATOR(pg_catalog.~) '^{_SIGNALS}$'
+    AND s.oid OPERATOR(pg_catalog.=) ANY (ARRAY{CALLED_UNCHECKED})
+    AND {_MAY_SIGNAL}
 ) e ORDER BY o, name
 """
 

@@ -125,7 +125,8 @@ SELECT pg_catalog.set_config('max_parallel_workers_per_gather', '0', true),
 #: What could turn parallel query back on (or ``track_counts`` off) while a counted statement
 #: runs: the first of the database's routines with a ``SET`` clause of a blinding setting (a
 #: routine's own setting wins over the session's inside it), or a body that names one or
-#: calls ``set_config`` (the forty-sixth re-probe's P1 and P11: a routine behind a domain or
+#: calls ``set_config`` (a ``BEGIN ATOMIC`` body's definition read as its body: the
+#: forty-ninth re-probe's L1; the forty-sixth re-probe's P1 and P11: a routine behind a domain or
 #: an index expression read ``employee`` in a parallel worker, or with ``SET track_counts =
 #: off``, and every count was 0). ``{privileged}`` is where the role may set
 #: ``track_counts`` itself (PostgreSQL 15's parameter privileges). Read once a source, as the
@@ -136,7 +137,8 @@ SELECT (SELECT n.nspname::pg_catalog.text OPERATOR(pg_catalog.||) '.'
         FROM pg_catalog.pg_proc p
         JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
         WHERE p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
-          AND (p.prosrc OPERATOR(pg_catalog.~*) '{words}'
+          AND ((CASE WHEN p.prosqlbody IS NULL THEN p.prosrc
+                     ELSE pg_catalog.pg_get_functiondef(p.oid) END) OPERATOR(pg_catalog.~*) '{words}'
                OR pg_catalog.array_to_string(p.proconfig, ' ') OPERATOR(pg_catalog.~*) '{words}')
         ORDER BY 1 LIMIT 1),
        {privileged}
