@@ -5,10 +5,12 @@ transaction refused, and a routine of the database that handles errors hides tha
 The server runs such routines where no query names them (an aggregate's state function, a
 type's default operator class comparison for an ``ORDER BY`` or a range literal), and
 ``SELECT wagg(b) FROM wt`` ran a caught ``DELETE`` and passed ``write_attempts: {max: 0}``
-with 0 (the forty-eighth re-probe's S1). So a database that holds a routine handling errors
-and one that writes leaves every agent case on it without that count, as a database whose
-routines could blind the counts of tables read does (:func:`~..sources.pgreads.blinders`):
-an error naming both routines, never a count of 0.
+with 0 (the forty-eighth re-probe's S1). Under such a handler any refused write is hidden,
+whatever it comes from (a parameter's default, a view's ``FOR UPDATE``, a domain's ``CHECK``:
+the forty-ninth re-probe's W1 to W4), so a database that holds a routine handling the refusal
+of a write leaves every agent case on it without that count, as a database whose routines
+could blind the counts of tables read does (:func:`~..sources.pgreads.blinders`): an error
+naming the routine, never a count of 0.
 """
 
 from __future__ import annotations

@@ -14,10 +14,11 @@ a call a name as the server reads it, a handler of errors a block of the tree.
 
 And why a judgement of the whole database (:func:`caught_writes`), not of each route: a write
 a routine tries is refused by the read-only transaction, and counted, unless a handler
-catches the refusal. A routine with a handler that the server can run reaches every other
-routine the server can run, through routes no list here follows (the forty-eighth
-re-probe's S1: an aggregate's state function, an operator class's support function), so when
-a database holds both, no count of write attempts on it can be established.
+catches the refusal. A routine with such a handler that the server can run reaches every
+object the server can run, through routes no list here follows (the forty-eighth re-probe's
+S1: an aggregate's state function, an operator class's support function; the forty-ninth's
+W1 to W4: a parameter's default, a view's ``FOR UPDATE``, a domain's ``CHECK``), so when a
+database holds one, no count of write attempts on it can be established.
 """
 
 from __future__ import annotations
