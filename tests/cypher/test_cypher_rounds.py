@@ -12,6 +12,7 @@ from tests.cypher import test_cypher_fortyeighth as fortyeighth
 from tests.cypher import test_cypher_fortyfifth as fortyfifth
 from tests.cypher import test_cypher_fortyfirst as fortyfirst
 from tests.cypher import test_cypher_fortyfourth as fortyfourth
+from tests.cypher import test_cypher_fortyninth as fortyninth
 from tests.cypher import test_cypher_fortyseventh as fortyseventh
 from tests.cypher import test_cypher_fortysixth as fortysixth
 from tests.cypher import test_cypher_fortythird as fortythird
@@ -20,7 +21,8 @@ from tests.cypher.test_cypher_thirtyninth import _unrehearsed
 
 ROUNDS = {"thirtyninth": thirtyninth, "fortyfirst": fortyfirst, "fortythird": fortythird,
           "fortyfourth": fortyfourth, "fortyfifth": fortyfifth,
-          "fortysixth": fortysixth, "fortyseventh": fortyseventh, "fortyeighth": fortyeighth}
+          "fortysixth": fortysixth, "fortyseventh": fortyseventh, "fortyeighth": fortyeighth,
+          "fortyninth": fortyninth}
 _REFUSED = [(round_, name) for round_, module in ROUNDS.items() for name in sorted(module.REFUSED)]
 _SENT = [(round_, k) for round_, module in ROUNDS.items() for k in range(len(module.SENT))]
 
