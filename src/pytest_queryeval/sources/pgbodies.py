@@ -53,6 +53,10 @@ _READ_ONLY_REFUSALS = frozenset({"others", "read_only_sql_transaction",
 _WRITING_CALLS = frozenset({"nextval", "setval", "lo_create", "lo_creat", "lo_unlink",
                             "lo_import", "lo_export", "lo_put", "lo_from_bytea", "lo_truncate"})
 _BODY_WORD = re.compile(r"[A-Za-z_][\w$]*")
+#: How deep ``DO`` blocks inside one another are read (past it: unread).
+MAX_DO_DEPTH = 4
+#: A reading and the ``DO`` blocks (language, code) it found, read next.
+_Read = tuple["Body", list[tuple[str, str]]]
 
 
 @dataclass(frozen=True)
@@ -73,14 +77,23 @@ class Body:
     calls: frozenset[str] = frozenset()
 
 
-def read_body(lang: str, body: str, definition: str | None = None) -> Body:
+def read_body(lang: str, body: str, definition: str | None = None, depth: int = 0) -> Body:
     """What a routine in ``lang`` whose body is ``body`` (``prosrc``, with its parameters'
     defaults) does; ``definition``: its ``CREATE FUNCTION`` text (``pg_get_functiondef``),
-    which PL/pgSQL's parser needs for its parameters' names."""
+    which PL/pgSQL's parser needs for its parameters' names. A ``DO`` block in it is read as
+    a body too, :data:`MAX_DO_DEPTH` deep (its handler hid a refused ``DELETE``: the fiftieth
+    re-probe's D1)."""
     words = frozenset(w.lower() for w in _BODY_WORD.findall(body))
     if lang in ("c", "internal"):  # a builtin's second name: its body is the C symbol
         return Body(calls=words)
-    read = _read_body(lang, body, definition, words)
+    read, dos = _read_body(lang, body, definition, words)
+    for do_lang, code in dos:
+        inner = read_body(do_lang, code, None, depth + 1) if depth < MAX_DO_DEPTH else \
+            Body(unread="DO blocks nested past the reading's depth")
+        unread = do_lang not in ("sql", "plpgsql") or depth >= MAX_DO_DEPTH  # handling unread
+        read = Body(writes=read.writes or inner.writes, unread=read.unread or inner.unread,
+                    catches=read.catches or inner.catches or unread,
+                    cancel=read.cancel or inner.cancel, calls=read.calls | inner.calls)
     if read.writes is None and (named := sorted(words & _WRITING_CALLS)):
         # a parameter's DEFAULT, an assignment's target (``a[nextval('s')] := 1``): no
         # parse here reads them (the forty-ninth re-probe's W1, W2)
@@ -89,11 +102,11 @@ def read_body(lang: str, body: str, definition: str | None = None) -> Body:
     return read
 
 
-def _read_body(lang: str, body: str, definition: str | None, words: frozenset[str]) -> Body:
+def _read_body(lang: str, body: str, definition: str | None, words: frozenset[str]) -> _Read:
     if lang not in ("sql", "plpgsql"):
-        return Body(unread=f"LANGUAGE {lang}", calls=words)
+        return Body(unread=f"LANGUAGE {lang}", calls=words), []
     if "u&" in body.lower():  # no word reading follows a Unicode-escaped name
-        return Body(unread="a Unicode-escaped name", calls=words)
+        return Body(unread="a Unicode-escaped name", calls=words), []
     try:
         if lang == "sql":
             return _sql_body(body, words)
@@ -106,9 +119,28 @@ def _read_body(lang: str, body: str, definition: str | None, words: frozenset[st
                 if returns == "SETOF text":
                     raise
         raise AssertionError("unreachable")
-    except Exception as exc:  # any parser failure leaves the body unread
-        return Body(unread=f"a body PostgreSQL's parser here does not take "
-                           f"({' '.join(str(exc).split())[:120]})", calls=words)
+    except Exception as exc:  # a parser failure: the words' reading, the cautious side
+        why = f"a body PostgreSQL's parser here does not take ({' '.join(str(exc).split())[:120]})"
+        return _lexical(body, words, why, lang), []
+
+
+#: Words of a statement that changes data, read where no parser takes the body.
+_WRITE_WORDS = frozenset({"insert", "update", "delete", "merge", "truncate", "copy", "lock"})
+
+
+def _lexical(body: str, words: frozenset[str], why: str, lang: str) -> Body:
+    """A body no parser here takes, read on its words: PL/pgSQL's own parser refuses valid
+    bodies pglast's does not take (a ``%ROWTYPE`` field's assignment, an array slice's), so
+    such a body was unread, no catcher and a hidden routine, and an honest one was refused
+    (the fiftieth re-probe's P1, O2). A handler, a write, a statement built at run time or a
+    ``DO`` block, a handler of the cancel, named anywhere, is one here."""
+    text = body.lower()
+    built = "execute" in words or re.search(r"(?<![\w$])do\s+(?:e?'|\$|language)", text)
+    return Body(writes=next(iter(sorted(words & _WRITE_WORDS)), None),
+                unread=why if built or lang != "plpgsql" else None,
+                catches=lang == "plpgsql" and re.search(r"exception\s+when", text) is not None,
+                cancel=bool(words & {"query_canceled", "operator_intervention"})
+                or re.search(r"570(?:14|00)", text) is not None, calls=words)
 
 
 def _wrapped(body: str, returns: str) -> str:
@@ -120,13 +152,27 @@ def _wrapped(body: str, returns: str) -> str:
     return f"CREATE FUNCTION f() RETURNS {returns} LANGUAGE plpgsql AS ${tag}${body}${tag}$"
 
 
-def _sql_body(body: str, words: frozenset[str]) -> Body:
+def _sql_body(body: str, words: frozenset[str]) -> _Read:
     from pglast import parser
 
     tree = _loads(parser.parse_sql_json(body))
     stmts = [s.get("stmt") or {} for s in (tree or {}).get("stmts") or []]
     writes, calls = _statements(stmts)
-    return Body(writes=writes, calls=words | calls)
+    return Body(writes=writes, calls=words | calls), _dos([tree])
+
+
+def _dos(trees: list[Any]) -> list[tuple[str, str]]:
+    """The ``DO`` blocks of ``trees``."""
+    return [_do_block(node) for tree in trees for key, node in _nodes(tree) if key == "DoStmt"]
+
+
+def _do_block(node: dict[str, Any]) -> tuple[str, str]:
+    """A ``DoStmt``'s language (``plpgsql`` unless named) and code."""
+    options = {str(o["DefElem"].get("defname")): o["DefElem"].get("arg")
+               for o in node.get("args") or [] if isinstance(o, dict) and "DefElem" in o}
+    def text(value: Any) -> str:
+        return str(value.get("String", {}).get("sval", "")) if isinstance(value, dict) else ""
+    return (text(options.get("language")).lower() or "plpgsql", text(options.get("as")))
 
 
 def _statements(stmts: Iterable[dict[str, Any]]) -> tuple[str | None, frozenset[str]]:
@@ -164,7 +210,7 @@ def _statements(stmts: Iterable[dict[str, Any]]) -> tuple[str | None, frozenset[
     return writes, frozenset(calls)
 
 
-def _plpgsql_body(definition: str, words: frozenset[str]) -> Body:
+def _plpgsql_body(definition: str, words: frozenset[str]) -> _Read:
     from pglast import parser
 
     tree = _loads(parser.parse_plpgsql_json(definition))
@@ -172,6 +218,7 @@ def _plpgsql_body(definition: str, words: frozenset[str]) -> Body:
     unread: str | None = None
     catches = cancel = False
     calls: set[str] = set(words)
+    trees: list[Any] = []
     for key, node in _nodes(tree):
         if key in _DYNAMIC or (key in ("PLpgSQL_stmt_open", "PLpgSQL_stmt_return_query")
                                and node.get("dynquery")):
@@ -188,10 +235,11 @@ def _plpgsql_body(definition: str, words: frozenset[str]) -> Body:
             from pglast import parser as sql_parser
 
             inner = _loads(sql_parser.parse_sql_json(sql))
+            trees.append(inner)
             write, called = _statements(s.get("stmt") or {} for s in (inner or {}).get("stmts") or [])
             writes, calls = writes or write, calls | called
     return Body(writes=writes, unread=unread, catches=catches, cancel=cancel,
-                calls=frozenset(calls))
+                calls=frozenset(calls)), _dos(trees)
 
 
 def hidden_volatile(routines: Iterable[tuple[Any, ...]], volatile: Iterable[str]) -> dict[str, str]:

@@ -134,10 +134,38 @@ _TEXT = ("CASE WHEN {q}.prosqlbody IS NULL THEN {q}.prosrc "
 _MAY_SIGNAL = ("EXISTS (SELECT 1 FROM pg_catalog.pg_proc s WHERE s.oid OPERATOR(pg_catalog.<) "
                "16384::pg_catalog.oid AND s.proname OPERATOR(pg_catalog.~) "
                f"'^{_SIGNALS}$' AND " + _MAY_EXECUTE.replace("p.oid", "s.oid") + ")")
+#: The database's expressions a routine's query reaches unnamed, each as (what, its text):
+#: views, ``CHECK`` constraints (a domain's too), policies, column defaults, indexes. A state
+#: function reading a view, a domain or a table with a policy over ``pg_terminate_backend``
+#: ended another session (the fiftieth re-probe's V1).
+_EXPRESSIONS = """
+    SELECT 'view ' OPERATOR(pg_catalog.||) c.oid::pg_catalog.regclass::pg_catalog.text AS what,
+           pg_catalog.pg_get_viewdef(c.oid) AS t
+    FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+      AND c.relkind OPERATOR(pg_catalog.=) ANY (ARRAY['v', 'm']::pg_catalog.char[])
+    UNION ALL
+    SELECT 'constraint ' OPERATOR(pg_catalog.||) n.conname::pg_catalog.text,
+           pg_catalog.pg_get_constraintdef(n.oid)
+    FROM pg_catalog.pg_constraint n WHERE n.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+    UNION ALL
+    SELECT 'policy ' OPERATOR(pg_catalog.||) p.polname::pg_catalog.text,
+           pg_catalog.concat_ws(' ', pg_catalog.pg_get_expr(p.polqual, p.polrelid),
+                                pg_catalog.pg_get_expr(p.polwithcheck, p.polrelid))
+    FROM pg_catalog.pg_policy p
+    UNION ALL
+    SELECT 'a default of ' OPERATOR(pg_catalog.||) d.adrelid::pg_catalog.regclass::pg_catalog.text,
+           pg_catalog.pg_get_expr(d.adbin, d.adrelid)
+    FROM pg_catalog.pg_attrdef d WHERE d.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+    UNION ALL
+    SELECT 'index ' OPERATOR(pg_catalog.||) i.indexrelid::pg_catalog.regclass::pg_catalog.text,
+           pg_catalog.pg_get_indexdef(i.indexrelid)
+    FROM pg_catalog.pg_index i WHERE i.indexrelid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+"""
 #: A body that may name them where no text does: a statement built at run time (``EXECUTE
 #: 'SELECT pg_' || 'terminate' || ...`` in an aggregate's state function ended another session:
 #: the forty-eighth re-probe's S2), a builtin running SQL given as text, a Unicode-escaped name.
-_BUILT = "\\mexecute\\M|query_to_xml|cursor_to_xml|ts_stat|ts_rewrite|crosstab|connectby|u&"
+_BUILT = ("\\mexecute\\M|query_to_xml|cursor_to_xml|ts_stat|ts_rewrite|crosstab|connectby|u&"
+          "|\\mdo\\M\\s+(e?''|\\$|language)")
 #: A condition: routine ``{q}`` builds what it runs (:data:`_BUILT`) or is in a language no
 #: reading follows. Read for the routines of the slots the server calls with no query naming
 #: them and no route of :mod:`.pgroutes` leading there (:data:`_UNROUTED`: an aggregate's, an
@@ -245,6 +273,9 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
                                        pg_catalog.lower(q.proname::pg_catalog.text))
                      OPERATOR(pg_catalog.>) 0))))
     AND {_MAY_SIGNAL}
+  UNION ALL
+  SELECT 7, 'signalling', x.what FROM ({_EXPRESSIONS}) x
+  WHERE x.t OPERATOR(pg_catalog.~*) '{_SIGNALS}' AND {_MAY_SIGNAL}
   UNION ALL
   SELECT 7, 'signalling', s.proname::pg_catalog.text OPERATOR(pg_catalog.||) '() as the '
     OPERATOR(pg_catalog.||) 'function of an operator, a cast, an aggregate or a type'
