@@ -629,8 +629,10 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
             rows, matched = _times(rows, UNSIZED_LIST, False) if one \
                 else max(rows, UNBOUNDED_ROWS), True
             exact = False
-            optional = i > 0 and code[i - 1].text.upper() == "OPTIONAL"
-            matches *= 1 if optional else _matched_at_least(code, i + 1)
+            # an OPTIONAL MATCH too: at least its row, and a variable-length one many (the
+            # fiftieth re-probe's J1, J2: ``UNWIND range(1,100000) ... OPTIONAL MATCH
+            # p=(a)-[*]-(b) ... ORDER BY (p)``)
+            matches *= _matched_at_least(code, i + 1)
         elif word in _ROW_SOURCES:
             rows, exact = max(rows, UNBOUNDED_ROWS), False
         elif word == "UNWIND":
@@ -2159,6 +2161,7 @@ def _check_sorts(code: Sequence[Token], scopes: list[tuple[int, ...]],
     wide = _wide_uses(code, scopes)
     degree = _products(code, scopes, ranges)
     paths = _path_keys(code, scopes)
+    built = _built_unwinds(code, scopes, ranges)
     for at, end, what in _sorted_clauses(code, scopes):
         # a grouping takes all its rows whatever LIMIT follows it (``WITH y % 500000 AS k,
         # collect({...}) AS c LIMIT 10`` held a 3 s server 10.7 s: the forty-fifth T5); a
@@ -2166,7 +2169,17 @@ def _check_sorts(code: Sequence[Token], scopes: list[tuple[int, ...]],
         if end - at == 0 or (what != "the grouping" and _top(code, end) <= MAX_SORTED):
             continue
         keys = _keys(code, scopes, at, end, what)
-        _check_path_sort(code, at, what, [k for k in keys if k in paths])
+        _check_path_sort(code, at, what, [k for k in keys if k in paths], least[at], built)
+        if not counted[at] and rows[at] >= UNBOUNDED_ROWS and any(u < at for u in built) \
+                and _variable_patterns(code[:at]):
+            # a list the query built, unwound beside variable-length matches, sorted by
+            # nodes (``WITH range(1,100000) AS r MATCH (a)-[*]-(b) UNWIND r AS k ... ORDER BY
+            # b, a`` held a 3 s server 12 s: the fiftieth re-probe's J3)
+            raise QueryRefused(
+                f"{what} at {where(code[at - 1])} takes rows a list the query builds "
+                "multiplied, beside variable-length relationships, which no count bounds: "
+                "the server sorts, removes duplicates and groups them in one step, without "
+                "checking its timeout (add a LIMIT after an ORDER BY, or bound the rows)")
         keyed = any(k in wide or (_wide(code, k) and _function(code, k) not in _FEW_VALUES
                                   and not _projected_properties(code, k))
                     for k in keys)  # type(r), toString(x): one
@@ -2189,15 +2202,14 @@ def _check_sorts(code: Sequence[Token], scopes: list[tuple[int, ...]],
 #: What multiplies a query's rows past the graph's matches: a sort keyed by a path over them
 #: compares paths by the million (:func:`_check_path_sort`).
 _PATH_MULTIPLIERS = frozenset({"UNWIND", "CALL", "LOAD", "FOREACH"})
-#: What may follow a key that is a name alone (``ORDER BY p``, ``RETURN DISTINCT p, k``).
-_AFTER_KEY = frozenset({",", "ASC", "DESC", "ASCENDING", "DESCENDING", "SKIP", "LIMIT",
-                        "RETURN", "WITH", "UNION", "WHERE", "ORDER", ";", "}"})
 
 
 def _path_keys(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> frozenset[int]:
     """The uses of names a ``MATCH`` binds to a path (``p = (a)-[*]-(b)``) or to a
-    variable-length relationship's list (``-[r*]-``), and of their aliases (``WITH p AS
-    q``), each a key by itself: a sort compares such a value node by node."""
+    variable-length relationship's list (``-[r*]-``), and of their aliases (``WITH p AS q``,
+    ``WITH (p) AS q``), as a value: anywhere but as a function's argument (``length(p)`` is
+    a number), brackets and ``CASE`` included (``ORDER BY (p)``, ``ORDER BY CASE WHEN k > 0
+    THEN p END`` were sorted by paths: the fiftieth re-probe's J1, J2)."""
     bound: set[str] = set()
     lists: set[str] = set()  # names bound to a collect() of paths, unwound to paths again
     uses: set[int] = set()
@@ -2210,6 +2222,9 @@ def _path_keys(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> frozense
                 bound.add(alias)
             elif _function(code, start) == "collect" and item & bound:
                 lists.add(alias)
+            elif any(k in uses for k in range(start, i)):
+                bound.add(alias)
+            continue
         if tok.kind not in ("word", "quoted"):
             continue
         name = tok.text.strip("`")
@@ -2219,20 +2234,56 @@ def _path_keys(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> frozense
         if path or (i and code[i - 1].text == "[" and any(
                 t.text == "*" for t in code[i + 1:_bracket_end(code, scopes, i - 1)])):
             bound.add(name)
-        elif name in bound and i and code[i - 1].text.upper() != "." and (
-                i + 1 == len(code) or after.upper() in _AFTER_KEY):
+        elif name in bound and not (i and code[i - 1].text == ".") and after != "(" \
+                and not _an_argument(code, scopes, i):
             uses.add(i)
-            if after.upper() == "AS" and i + 2 < len(code):
-                bound.add(code[i + 2].text.strip("`"))
-        elif name in bound and after.upper() == "AS" and i + 2 < len(code):
-            bound.add(code[i + 2].text.strip("`"))
     return frozenset(uses)
 
 
-def _check_path_sort(code: Sequence[Token], at: int, what: str, keys: list[int]) -> None:
+def _an_argument(code: Sequence[Token], scopes: list[tuple[int, ...]], i: int) -> bool:
+    """Whether ``code[i]`` is inside a function call's brackets (``length(p)``)."""
+    inner = scopes[i][-1] if scopes[i] else None
+    return inner is not None and code[inner].text == "(" and inner > 0 \
+        and code[inner - 1].kind in ("word", "quoted") \
+        and code[inner - 1].text.upper() not in _CLAUSES | _NOT_CALLS
+
+
+#: Words before a bracket that make it no call's (``WHEN (p)``, ``IN (x)``).
+_NOT_CALLS = frozenset({"WHEN", "THEN", "ELSE", "AND", "OR", "XOR", "NOT", "IN", "BY", "AS",
+                        "DISTINCT", "CASE", "IS", "STARTS", "ENDS", "CONTAINS"})
+
+
+def _built_unwinds(code: Sequence[Token], scopes: list[tuple[int, ...]],
+                   ranges: dict[int, tuple[int, int]]) -> list[int]:
+    """Where each ``UNWIND`` of a list the query builds and the text does not size (``[x IN
+    range(...) | x]``, a ``collect()``, a name bound to a ``range()``) is."""
+    built: set[str] = set()
+    out: list[int] = []
+    for i, tok in enumerate(code):
+        word = tok.text.upper() if tok.kind == "word" else ""
+        if word == "AS" and i + 1 < len(code):
+            start, _ = _named(code, scopes, i)
+            if start < i and (code[start].text == "[" or _function(code, start) in
+                              ("range", "collect")):
+                built.add(code[i + 1].text.strip("`"))
+        elif word == "UNWIND" and i + 1 < len(code) and (
+                code[i + 1].text == "[" or _function(code, i + 1) in ("range", "collect")
+                or code[i + 1].text.strip("`") in built) and _unwound(code, ranges, i + 1) is None:
+            out.append(i)
+    return out
+
+
+#: The most rows the text counts (times what each ``MATCH`` makes at least) a sort keyed by
+#: a path may take: an ``UNWIND`` of a few names before a path's ``DISTINCT`` is honest.
+MAX_PATHS_SORTED = 1_000
+
+
+def _check_path_sort(code: Sequence[Token], at: int, what: str, keys: list[int],
+                     least: int, built: list[int]) -> None:
     """Refuse a sort, ``DISTINCT`` or grouping keyed by a path alone (:func:`_path_keys`)
-    over rows an ``UNWIND`` or a subquery multiplied before it, or over a product of two
-    patterns with a variable-length relationship: ``UNWIND range(1,100000) AS k OPTIONAL
+    over rows an ``UNWIND`` multiplied past :data:`MAX_PATHS_SORTED` (or by a list the text
+    does not size) or a subquery multiplied before it, or over a product of two patterns with
+    a variable-length relationship: ``UNWIND range(1,100000) AS k OPTIONAL
     MATCH p=(a)-[*]-(b) WITH p, k ORDER BY p`` held a 3 s server 17 s, the same over ``[x IN
     range(1,100000) | x]`` 11 s, an 8-hop path beside ``CALL { UNWIND range(1,10000) ...
     }`` 9.6 s, and the next cases' golds timed out (the forty-ninth re-probe's I1 to I3); two
@@ -2241,7 +2292,8 @@ def _check_path_sort(code: Sequence[Token], at: int, what: str, keys: list[int])
     if not keys:
         return
     before = code[:at]
-    multiplied = any(t.kind == "word" and t.text.upper() in _PATH_MULTIPLIERS for t in before)
+    multiplied = least > MAX_PATHS_SORTED or any(u < at for u in built) or any(
+        t.kind == "word" and t.text.upper() in _PATH_MULTIPLIERS - {"UNWIND"} for t in before)
     if not multiplied and _variable_patterns(before) < 2:
         return
     raise QueryRefused(
