@@ -629,10 +629,7 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
             rows, matched = _times(rows, UNSIZED_LIST, False) if one \
                 else max(rows, UNBOUNDED_ROWS), True
             exact = False
-            # an OPTIONAL MATCH too: at least its row, and a variable-length one many (the
-            # fiftieth re-probe's J1, J2: ``UNWIND range(1,100000) ... OPTIONAL MATCH
-            # p=(a)-[*]-(b) ... ORDER BY (p)``)
-            matches *= _matched_at_least(code, i + 1)
+            matches *= _matched_at_least(code, i + 1)  # an OPTIONAL one too (J1, J2)
         elif word in _ROW_SOURCES:
             rows, exact = max(rows, UNBOUNDED_ROWS), False
         elif word == "UNWIND":
