@@ -156,13 +156,14 @@ def _victim(server: Any) -> Iterator[Any]:
 def test_a_volatile_routine_behind_a_view_is_refused(postgres_server: Any, form: str) -> None:
     """N9. Before: each query ran, and the concurrent session of the role was ended. Since
     the forty-sixth round (P2) a role that may signal is refused outright where a routine of
-    the database names a signal function, before any query: that refusal comes first."""
+    the database names a signal function, before any query: that refusal comes first, and
+    since the fiftieth (V1) where a view of the database does too."""
     pytest.importorskip("sqlalchemy")
     from pytest_queryeval.errors import QueryRefused
     from pytest_queryeval.sources.sqlalchemy import PrivilegedRole
 
     setup, query, named = VOLATILE_VIEWS[form]
-    routine = any(s.startswith("CREATE FUNCTION") for s in setup)
+    routine = any(s.startswith("CREATE FUNCTION") or "pg_terminate_backend" in s for s in setup)
     with _database(postgres_server, "q45_vv_" + uuid.uuid4().hex[:6], *setup) as name, \
             _victim(postgres_server) as victim:
         source = _source(postgres_server, name)
