@@ -32,6 +32,10 @@ from tests.agents.test_counts_thirtyfirst_probe import GATES, _counted, _suite
 from tests.agents.test_counts_thirtysixth import TRACKS, _counts, _views_duckdb, tracks_with
 
 DATABASE = "q39_routines"
+#: What keeps the read-only role from writing ``DO`` blocks (docs/sql-sources.md, 'Least
+#: privilege on PostgreSQL': else a routine running ``EXECUTE`` leaves the agents' counts
+#: unestablished).
+NO_DO_BLOCKS = "REVOKE USAGE ON LANGUAGE plpgsql FROM PUBLIC"
 PG_SETUP = [
     "CREATE TABLE employee (employee_id integer, last_name text)",
     "INSERT INTO employee VALUES (1, 'Adams'), (2, 'Edwards')",
@@ -103,7 +107,7 @@ def routines(postgres_server: Any) -> Any:
     postgres_server.superuser_execute(f"DROP DATABASE IF EXISTS {DATABASE}",
                                       f"CREATE DATABASE {DATABASE}")
     postgres_server.superuser_execute(
-        *PG_SETUP, f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO "
+        NO_DO_BLOCKS, *PG_SETUP, f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO "
                    f"{postgres_server.readonly_user}", database=DATABASE)
     source = SqlAlchemySource("pg", postgres_server.readonly_url(DATABASE), isolation="thread")
     yield source

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.agents.test_counts_thirtyninth import PG_SETUP
+from tests.agents.test_counts_thirtyninth import NO_DO_BLOCKS, PG_SETUP
 from tests.agents.test_counts_thirtysixth import _counts
 
 pytestmark = pytest.mark.postgres
@@ -37,12 +37,14 @@ _HOSTFS = ("CREATE EXTENSION file_fdw", "CREATE SERVER hostfs FOREIGN DATA WRAPP
 
 @contextlib.contextmanager
 def _database(server: Any, name: str, *setup: str) -> Iterator[str]:
-    """A database of its own with ``setup`` run in it by the superuser, dropped after."""
+    """A database of its own with ``setup`` run in it by the superuser, dropped after. The
+    role writes no ``DO`` block there (docs/sql-sources.md, 'Least privilege on PostgreSQL':
+    else a routine running ``EXECUTE`` leaves the agents' counts unestablished)."""
     server.superuser_execute(f"DROP DATABASE IF EXISTS {name}", f"CREATE DATABASE {name}",
                              database="postgres")
     try:
         server.superuser_execute(
-            *PG_SETUP[:4], *setup,
+            NO_DO_BLOCKS, *PG_SETUP[:4], *setup,
             f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {server.readonly_user}",
             database=name)
         yield name

@@ -38,6 +38,11 @@ REFUSED = {
                        "WITH a, b, k ORDER BY b, a RETURN count(*) AS c", _BUILT),
     "j3-comprehension": ("MATCH (a)-[*]-(b) UNWIND [x IN range(1,100000) | x] AS k "
                          "WITH a, b, k ORDER BY b, a RETURN count(*) AS c", _BUILT),
+    # the fifty-first re-probe's K1: a [*] pattern beside 10,000 counted rows, taken for 10
+    # each (314 there), sorted by nodes, 9 s and a gold timed out: taken for 100 now
+    "k1-nodes-beside-a-range": ("UNWIND range(1,10000) AS k OPTIONAL MATCH (a)-[*]-(b) "
+                                "WITH a, b ORDER BY b DESC, a RETURN count(*) AS n",
+                                "rows the text counts"),
 }
 
 #: Honest queries beside them: sent (the round's honest sets, 55 queries, are read as on
@@ -52,6 +57,9 @@ SENT = [
     "UNWIND ['Tom Hanks'] AS n MATCH p=(a:Person {name: n})-[:ACTED_IN]->(m) "
     "RETURN p ORDER BY p LIMIT 5",
     "MATCH (m:Movie) UNWIND labels(m) AS l RETURN l, count(*) AS c ORDER BY c DESC",
+    # L3 of the fifty-first re-probe: a list literal bound to a name is no built list
+    "WITH ['Tom Hanks', 'Meg Ryan'] AS ns UNWIND ns AS n MATCH (a:Person {name: n})-[*1..2]-(b) "
+    "RETURN a.name, b.name ORDER BY a.name, b.name",
     "UNWIND range(1900, 2030) AS y MATCH (m:Movie {released: y})<-[:ACTED_IN*1..2]-(p) "
     "RETURN y, count(DISTINCT p) AS n ORDER BY y",
 ]

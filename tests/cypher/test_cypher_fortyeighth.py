@@ -4,7 +4,7 @@ H3 (``rehearse: false``): ``MATCH p=(a)-[*]-(b) CALL { UNWIND range(1,100000) AS
 WITH p, k ORDER BY p`` was taken for the 100,000 rows the text counts, not their product with
 the paths the ``MATCH`` makes (314 on the test graph: 31,400,000 rows), and held a 3 s server
 11.4 s with 1.5 GB; the next case's gold timed out. Beside rows the text counts, each
-pattern a ``MATCH`` matches is taken for 2 rows at least, 10 with a variable-length
+pattern a ``MATCH`` matches is taken for 2 rows at least, 100 with a variable-length
 relationship (an ``OPTIONAL MATCH`` as a ``MATCH``); alone, such a guess refuses no sort.
 """
 

@@ -38,10 +38,11 @@ def uncountable_writes(source: Any) -> str:
     with contextlib.suppress(KeyError, TypeError):
         return _read[source]
     from ..sources.base import whole_rows
-    from ..sources.pgbodies import CATCHING_SQL, caught_writes
+    from ..sources.pgbodies import CATCHING_SQL, DO_LANGUAGES_SQL, caught_writes
 
     try:
-        why = caught_writes(whole_rows(source, CATCHING_SQL, MAX_ROUTINES))
+        why = caught_writes(whole_rows(source, CATCHING_SQL, MAX_ROUTINES),
+                            [row[0] for row in whole_rows(source, DO_LANGUAGES_SQL, 100)])
     except QueryEvalError as exc:
         raise CountUnknown(f"the database's routines could not be read ({exc.reason()})") \
             from None

@@ -31,7 +31,7 @@ from typing import Any
 from .pgescape import CALLED_UNCHECKED
 from .pgguard import OWN_ROUTINES, ROUTINE_TEXTS, VOLATILE_ALLOWED, _loads, _nodes
 
-__all__ = ["CATCHING_SQL", "Body", "caught_writes", "hidden_volatile", "read_body"]
+__all__ = ["CATCHING_SQL", "DO_LANGUAGES_SQL", "Body", "caught_writes", "hidden_volatile", "read_body"]
 
 #: SQL statement types a routine's body may run in a read-only transaction without changing
 #: anything the rollback keeps: a query, and a setting (restored when the transaction ends).
@@ -75,6 +75,9 @@ class Body:
     cancel: bool = False
     #: Every name the body calls or mentions, lower-cased (a quoted name whole).
     calls: frozenset[str] = frozenset()
+    #: The body runs a statement built at run time (PL/pgSQL's ``EXECUTE``): a ``DO`` block,
+    #: with a handler of its own, for all a reading knows.
+    dynamic: bool = False
 
 
 def read_body(lang: str, body: str, definition: str | None = None, depth: int = 0) -> Body:
@@ -93,12 +96,13 @@ def read_body(lang: str, body: str, definition: str | None = None, depth: int = 
         unread = do_lang not in ("sql", "plpgsql") or depth >= MAX_DO_DEPTH  # handling unread
         read = Body(writes=read.writes or inner.writes, unread=read.unread or inner.unread,
                     catches=read.catches or inner.catches or unread,
-                    cancel=read.cancel or inner.cancel, calls=read.calls | inner.calls)
+                    cancel=read.cancel or inner.cancel, calls=read.calls | inner.calls,
+                    dynamic=read.dynamic or inner.dynamic)
     if read.writes is None and (named := sorted(words & _WRITING_CALLS)):
         # a parameter's DEFAULT, an assignment's target (``a[nextval('s')] := 1``): no
         # parse here reads them (the forty-ninth re-probe's W1, W2)
         return Body(writes=f"{named[0]}()", unread=read.unread, catches=read.catches,
-                    cancel=read.cancel, calls=read.calls)
+                    cancel=read.cancel, calls=read.calls, dynamic=read.dynamic)
     return read
 
 
@@ -140,7 +144,8 @@ def _lexical(body: str, words: frozenset[str], why: str, lang: str) -> Body:
                 unread=why if built or lang != "plpgsql" else None,
                 catches=lang == "plpgsql" and re.search(r"exception\s+when", text) is not None,
                 cancel=bool(words & {"query_canceled", "operator_intervention"})
-                or re.search(r"570(?:14|00)", text) is not None, calls=words)
+                or re.search(r"570(?:14|00)", text) is not None, calls=words,
+                dynamic="execute" in words)
 
 
 def _wrapped(body: str, returns: str) -> str:
@@ -239,7 +244,7 @@ def _plpgsql_body(definition: str, words: frozenset[str]) -> _Read:
             write, called = _statements(s.get("stmt") or {} for s in (inner or {}).get("stmts") or [])
             writes, calls = writes or write, calls | called
     return Body(writes=writes, unread=unread, catches=catches, cancel=cancel,
-                calls=frozenset(calls)), _dos(trees)
+                calls=frozenset(calls), dynamic=unread is not None), _dos(trees)
 
 
 def hidden_volatile(routines: Iterable[tuple[Any, ...]], volatile: Iterable[str]) -> dict[str, str]:
@@ -290,7 +295,15 @@ ORDER BY 1
 """
 
 
-def caught_writes(rows: Iterable[tuple[Any, ...]]) -> str:
+#: The procedural languages the role may write a ``DO`` block in (``USAGE``, trusted).
+DO_LANGUAGES_SQL = """
+SELECT l.lanname::pg_catalog.text FROM pg_catalog.pg_language l
+WHERE l.lanispl AND pg_catalog.has_language_privilege(l.oid, 'USAGE')
+ORDER BY 1
+"""
+
+
+def caught_writes(rows: Iterable[tuple[Any, ...]], do_languages: Iterable[str] = ()) -> str:
     """Why no write attempt can be counted on the database of :data:`CATCHING_SQL`'s
     ``rows`` ("" when it can): one of its routines handles the refusal of a write (``WHEN
     OTHERS``, ``read_only_sql_transaction`` or its class, ``feature_not_supported``), or is
@@ -299,9 +312,20 @@ def caught_writes(rows: Iterable[tuple[Any, ...]]) -> str:
     write the server refuses (a routine's, a parameter's default, a view's ``FOR UPDATE`` or
     ``nextval()``, a domain's ``CHECK``, a policy's) never reaches the query: a caught
     ``DELETE`` was 0 write attempts (the forty-eighth re-probe's S1, S3, S4; the
-    forty-ninth's W1 to W4 found writes past every reading of the routines' bodies)."""
+    forty-ninth's W1 to W4 found writes past every reading of the routines' bodies). Where the
+    role may write ``DO`` blocks (``do_languages``: :data:`DO_LANGUAGES_SQL`'s), a routine
+    that runs a statement built at run time is one too: ``EXECUTE 'DO $x$BEGIN DELETE ...;
+    EXCEPTION WHEN OTHERS ...$x$'`` (the fifty-first re-probe's X1, X2)."""
+    languages = sorted(str(x) for x in do_languages)
     for signature, lang, body, definition in rows:
         read = read_body(str(lang), str(body or ""), str(definition) if definition else None)
+        if read.dynamic and languages:
+            return (f"the database's routine {signature} runs statements built at run time, "
+                    "which may be a DO block whose handler hides a refused write, and the "
+                    f"role may write DO blocks (USAGE on LANGUAGE {', '.join(languages)}): "
+                    "no count of write attempts on this datasource can be established "
+                    f"(REVOKE USAGE ON LANGUAGE {languages[0]} FROM PUBLIC, or REVOKE "
+                    "EXECUTE on the routine from the role)")
         if read.catches or (read.unread and lang not in ("sql", "plpgsql")):
             how = ("handles the refusal of a write (WHEN OTHERS, read_only_sql_transaction, "
                    "feature_not_supported)" if read.catches else
