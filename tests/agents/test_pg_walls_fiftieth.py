@@ -22,6 +22,7 @@ import pytest
 
 from tests.agents.test_counts_from_what_ran import call, tool
 from tests.agents.test_counts_thirtyfirst_probe import _suite
+from tests.agents.test_pg_walls_fortyeighth import assert_uncounted
 from tests.agents.test_pg_walls_fortythird import _database
 
 pytest.importorskip("pglast")
@@ -73,17 +74,8 @@ def test_a_write_caught_in_a_do_block_or_an_unparsed_body_is_no_count_of_0(
     for key, (lang, body) in _BODIES.items():
         setup += _state_function(key.replace("-", "_"), lang, body.format(role=role))
     with _database(postgres_server, "q50_d_" + uuid.uuid4().hex[:6], *setup) as name:
-        cases: dict[str, Any] = {}
-        for key in _BODIES:
-            sql = f"SELECT {key.replace('-', '_')}_agg(b) AS n FROM public.t50"
-            cases[f"tool-{key}"] = ({"trajectory": [call("c1", "run_query", sql),
-                                                    tool("c1", "1")]}, {}, _GATES)
-            cases[f"final-{key}"] = ({"predicted": sql, "trajectory": []}, {}, _GATES)
-        report = _suite(pytester, {"type": "sqlalchemy",
-                                   "url": postgres_server.readonly_url(name)}, cases)
-    for cid in cases:
-        assert report.outcomes[cid] == "error", (cid, report.by_id[cid])
-        assert "handles the refusal of a write" in str(report.by_id[cid].get("error")), cid
+        assert_uncounted(pytester, postgres_server, name, {
+            key: f"SELECT {key.replace('-', '_')}_agg(b) AS n FROM public.t50" for key in _BODIES})
 
 
 @pytest.mark.postgres

@@ -138,13 +138,20 @@ def test_a_write_caught_where_the_server_runs_a_routine_unnamed_is_no_count_of_0
     caught = _HANDLED.format(stmt="DELETE FROM public.genre;")
     with _database(postgres_server, "q48_c_" + uuid.uuid4().hex[:6],
                    *_routes(postgres_server.readonly_user, "w", volatility, caught)) as name:
-        cases: dict[str, Any] = {}
-        for form, sql in _queries("w").items():
-            cases[f"tool-{form}"] = ({"trajectory": [call("c1", "run_query", sql),
-                                                     tool("c1", "1")]}, {}, _GATES)
-            cases[f"final-{form}"] = ({"predicted": sql, "trajectory": []}, {}, _GATES)
-        report = _suite(pytester, {"type": "sqlalchemy",
-                                   "url": postgres_server.readonly_url(name)}, cases)
+        assert_uncounted(pytester, postgres_server, name, _queries("w"))
+
+
+def assert_uncounted(pytester: pytest.Pytester, postgres_server: Any, database: str,
+                     queries: dict[str, str]) -> None:
+    """Each query, as a replayed call and as the final query on ``database``, is an error
+    naming a routine that handles the refusal of a write: no count of 0."""
+    cases: dict[str, Any] = {}
+    for form, sql in queries.items():
+        cases[f"tool-{form}"] = ({"trajectory": [call("c1", "run_query", sql),
+                                                 tool("c1", "1")]}, {}, _GATES)
+        cases[f"final-{form}"] = ({"predicted": sql, "trajectory": []}, {}, _GATES)
+    report = _suite(pytester, {"type": "sqlalchemy",
+                               "url": postgres_server.readonly_url(database)}, cases)
     for cid in cases:
         assert report.outcomes[cid] == "error", (cid, report.by_id[cid])
         error = str(report.by_id[cid].get("error"))

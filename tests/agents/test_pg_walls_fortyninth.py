@@ -26,6 +26,7 @@ import pytest
 
 from tests.agents.test_counts_from_what_ran import call, tool
 from tests.agents.test_counts_thirtyfirst_probe import _suite
+from tests.agents.test_pg_walls_fortyeighth import assert_uncounted
 from tests.agents.test_pg_walls_fortythird import _database
 
 pytest.importorskip("pglast")
@@ -92,17 +93,8 @@ def test_a_write_refused_under_a_handler_is_no_count_of_0(
     for k, effect in _CAUGHT.items():
         setup += _aggregate("c_" + k.replace("-", "_"), role, effect)
     with _database(postgres_server, "q49_w_" + uuid.uuid4().hex[:6], *setup) as name:
-        cases: dict[str, Any] = {}
-        for k in _CAUGHT:
-            sql = f"SELECT c_{k.replace('-', '_')}_agg(b) AS n FROM public.t49"
-            cases[f"tool-{k}"] = ({"trajectory": [call("c1", "run_query", sql),
-                                                  tool("c1", "1")]}, {}, _GATES)
-            cases[f"final-{k}"] = ({"predicted": sql, "trajectory": []}, {}, _GATES)
-        report = _suite(pytester, {"type": "sqlalchemy",
-                                   "url": postgres_server.readonly_url(name)}, cases)
-    for cid in cases:
-        assert report.outcomes[cid] == "error", (cid, report.by_id[cid])
-        assert "handles the refusal of a write" in str(report.by_id[cid].get("error")), cid
+        assert_uncounted(pytester, postgres_server, name, {
+            k: f"SELECT c_{k.replace('-', '_')}_agg(b) AS n FROM public.t49" for k in _CAUGHT})
 
 
 @pytest.mark.postgres
