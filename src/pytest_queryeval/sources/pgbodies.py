@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .pgescape import CALLED_UNCHECKED
@@ -109,8 +109,17 @@ def read_body(lang: str, body: str, definition: str | None = None, depth: int = 
 def _read_body(lang: str, body: str, definition: str | None, words: frozenset[str]) -> _Read:
     if lang not in ("sql", "plpgsql"):
         return Body(unread=f"LANGUAGE {lang}", calls=words), []
-    if "u&" in body.lower():  # no word reading follows a Unicode-escaped name
-        return Body(unread="a Unicode-escaped name", calls=words), []
+    read, dos = _parsed(lang, body, definition, words)
+    if read.unread is None and "u&" in _COMMENT.sub(" ", body.lower()):
+        # no word reading here (a routine's relations, :func:`.pgroutes.reading_routines`)
+        # follows a Unicode-escaped name; the parse still reads the handlers (``-- u&`` in a
+        # comment stopped the reading before it, and a handler went unseen: the
+        # fifty-second re-probe's U1)
+        read = replace(read, unread="a Unicode-escaped name")
+    return read, dos
+
+
+def _parsed(lang: str, body: str, definition: str | None, words: frozenset[str]) -> _Read:
     try:
         if lang == "sql":
             return _sql_body(body, words)
@@ -128,6 +137,8 @@ def _read_body(lang: str, body: str, definition: str | None, words: frozenset[st
         return _lexical(body, words, why, lang), []
 
 
+#: A comment (a nested block comment read as its outer one: the cautious side keeps more).
+_COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)
 #: Words of a statement that changes data, read where no parser takes the body.
 _WRITE_WORDS = frozenset({"insert", "update", "delete", "merge", "truncate", "copy", "lock"})
 
@@ -138,11 +149,14 @@ def _lexical(body: str, words: frozenset[str], why: str, lang: str) -> Body:
     such a body was unread, no catcher and a hidden routine, and an honest one was refused
     (the fiftieth re-probe's P1, O2). A handler, a write, a statement built at run time or a
     ``DO`` block, a handler of the cancel, named anywhere, is one here."""
-    text = body.lower()
-    built = "execute" in words or re.search(r"(?<![\w$])do\s+(?:e?'|\$|language)", text)
+    text = _COMMENT.sub(" ", body.lower())
+    built = "execute" in words or "u&" in text or re.search(
+        r"(?<![\w$])do\s+(?:e?'|\$|language)", text)
+    # any EXCEPTION is a handler here (``EXCEPTION /* c */ WHEN OTHERS``: the fifty-second
+    # re-probe's L1), the cautious side
     return Body(writes=next(iter(sorted(words & _WRITE_WORDS)), None),
                 unread=why if built or lang != "plpgsql" else None,
-                catches=lang == "plpgsql" and re.search(r"exception\s+when", text) is not None,
+                catches=lang == "plpgsql" and "exception" in words,
                 cancel=bool(words & {"query_canceled", "operator_intervention"})
                 or re.search(r"570(?:14|00)", text) is not None, calls=words,
                 dynamic="execute" in words)
