@@ -37,11 +37,14 @@ _LIBRARIES = tuple(f"'$libdir/{m}'" for m in (
 #: support routine (sorting's comparison), an aggregate's, a type's, a range's, an operator's
 #: estimator (the forty-third re-probe's R14: a definer comparison revoked from PUBLIC ran as
 #: the superuser for an ORDER BY).
-CALLED_UNCHECKED = """(
+#: Of them, the routines an aggregate or an operator class (a sort's comparison, a hash) has
+#: the server run for a query that names neither (no route of :mod:`.pgroutes` leads there).
+_UNROUTED_ROWS = """
     SELECT a.amproc FROM pg_catalog.pg_amproc a
     UNION ALL SELECT pg_catalog.unnest(ARRAY[g.aggtransfn, g.aggfinalfn, g.aggcombinefn,
       g.aggserialfn, g.aggdeserialfn, g.aggmtransfn, g.aggminvtransfn, g.aggmfinalfn]::
-      pg_catalog.oid[]) FROM pg_catalog.pg_aggregate g
+      pg_catalog.oid[]) FROM pg_catalog.pg_aggregate g"""
+CALLED_UNCHECKED = f"""({_UNROUTED_ROWS}
     UNION ALL SELECT pg_catalog.unnest(ARRAY[t.typinput, t.typoutput, t.typreceive, t.typsend,
       t.typmodin, t.typmodout, t.typanalyze, t.typsubscript]::pg_catalog.oid[])
       FROM pg_catalog.pg_type t
@@ -50,6 +53,7 @@ CALLED_UNCHECKED = """(
     UNION ALL SELECT pg_catalog.unnest(ARRAY[o.oprcode, o.oprrest, o.oprjoin]::
       pg_catalog.oid[]) FROM pg_catalog.pg_operator o
     UNION ALL SELECT c.castfunc FROM pg_catalog.pg_cast c)"""
+_UNROUTED = f"({_UNROUTED_ROWS})"
 
 
 def _depends(deptype: str, on: str = "") -> str:
@@ -118,13 +122,6 @@ _AFTER_INITDB = AFTER_INITDB
 #: forty-sixth re-probe's P2: ``SELECT 'x'::kdd``, a domain over a domain whose ``CHECK``
 #: ran ``pg_terminate_backend``, ended another session of the role, and the call passed).
 _SIGNALS = "pg_(terminate|cancel)_backend"
-#: The routines an aggregate or an operator class (a sort's comparison, a hash) has the server
-#: run for a query that names neither.
-_UNROUTED = """(
-    SELECT a.amproc FROM pg_catalog.pg_amproc a
-    UNION ALL SELECT pg_catalog.unnest(ARRAY[g.aggtransfn, g.aggfinalfn, g.aggcombinefn,
-      g.aggserialfn, g.aggdeserialfn, g.aggmtransfn, g.aggminvtransfn, g.aggmfinalfn]::
-      pg_catalog.oid[]) FROM pg_catalog.pg_aggregate g)"""
 #: Routine ``{q}``'s text: its body, or a ``BEGIN ATOMIC`` body's definition (its ``prosrc``
 #: is empty: such a state function calling ``pg_terminate_backend`` outright was no
 #: signalling routine, the forty-ninth re-probe's K2).
