@@ -43,7 +43,9 @@ REFUSED = {
 #: read the same before and after).
 SENT = [
     f"MATCH p=(a)-[*]-(b) {_SUB % 100} WITH p, k ORDER BY length(p), k RETURN count(*) AS c",
-    f"MATCH (a)-[]-(b) {_SUB % 10000} WITH a, k ORDER BY a.name, k RETURN count(*) AS c",
+    # (10,000 there until the fifty-third round took a pattern apart from the rows the text
+    # counts for 50: test_cypher_fiftythird)
+    f"MATCH (a)-[]-(b) {_SUB % 1000} WITH a, k ORDER BY a.name, k RETURN count(*) AS c",
     "MATCH (a:Person {name: 'Keanu Reeves'})-[:ACTED_IN*1..2]-(b), (c:Person {name: "
     "'Lana Wachowski'})-[:DIRECTED*1..2]-(b) OPTIONAL MATCH (b)-[:ACTED_IN]->(m) "
     "RETURN DISTINCT b.name AS n",

@@ -73,8 +73,11 @@ def check_evaluation(code: Sequence[Token]) -> None:
     _check_reduce(code, scopes, walked, weigh, sources)
     _check_steps(code, scopes, weigh)
     _check_bodies(code, scopes, walked)
+    factors: dict[int, int] = {}
+    _products(code, scopes, ranges, factors)
     _check_sorts(code, scopes, ranges, *_counted_rows(
-        code, ranges, _unwound_names(code, scopes, sources, counted)))
+        code, ranges, _unwound_names(code, scopes, sources, counted), factors,
+        _stated_sizes(code, scopes, ranges)))
 
 
 #: Words the bounds read as clauses that lower or end what they count (a ``LIMIT``'s rows, an
@@ -594,7 +597,8 @@ _PATTERN_ENDS = frozenset({"WHERE", "WITH", "RETURN", "MATCH", "OPTIONAL", "UNWI
 
 
 def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
-                  unwound: dict[int, tuple[int, bool]] | None = None
+                  unwound: dict[int, tuple[int, bool]] | None = None,
+                  factors: dict[int, int] | None = None, stated: dict[int, int] | None = None
                   ) -> tuple[list[int], list[bool], list[int]]:
     """The rows the clause at each token runs over, as far as the text bounds them: one,
     times each ``UNWIND`` of a literal ``range()`` or of a list literal of literals, capped
@@ -604,10 +608,9 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
     they are a guess of a graph's matches. And the rows the text's counted factors make at
     least, whatever the guesses beside them (``MATCH (a) UNWIND range(1,1000000) ...`` sorted
     13,000,000 rows, taken for 1,000,000 guessed: the forty-fifth re-probe's T3), times what
-    the ``MATCH`` clauses make at least when the text counts more than one
-    (:func:`_matched_at_least`: the forty-eighth re-probe's H3).
-    ``unwound``: what an ``UNWIND`` of a name unwinds, by the name's index
-    (:func:`_unwound_names`), and whether the text counts it."""
+    the ``MATCH`` clauses (``factors``: :func:`_products`) and the lists the text does not
+    count make at least when it counts more than one (the forty-eighth re-probe's H3).
+    ``unwound``: :func:`_unwound_names`; ``stated``: :func:`_stated_sizes`."""
     out: list[int] = []
     counted: list[bool] = []
     least: list[int] = []
@@ -629,7 +632,8 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
             rows, matched = _times(rows, UNSIZED_LIST, False) if one \
                 else max(rows, UNBOUNDED_ROWS), True
             exact = False
-            matches *= _matched_at_least(code, i + 1)  # an OPTIONAL one too (J1, J2)
+            # an OPTIONAL one too (J1, J2); a pattern apart: :data:`CROSS_MATCHED_AT_LEAST`
+            matches *= (factors or {}).get(i) or _matched_at_least(code, i + 1)
         elif word in _ROW_SOURCES:
             rows, exact = max(rows, UNBOUNDED_ROWS), False
         elif word == "UNWIND":
@@ -638,19 +642,34 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
                 size, sized = unwound[i + 1]
             rows = max(rows, UNBOUNDED_ROWS) if size is None else _times(rows, size,
                                                                          exact and sized)
-            floor *= size if size is not None and sized else 1
             exact = exact and size is not None and sized
+            more, apart = _unwound_least(size if sized else None, (stated or {}).get(i + 1))
+            floor, matches = floor * more, matches * apart
         elif word == "LIMIT" and depth == 0 and _limits(code, i):
             rows, exact = _limited(code, i, rows, exact)
-            floor, matches = min(floor, rows), 1
+            floor, matches = (min(floor * matches, rows), 1) if floor > 1 \
+                else (floor, min(matches, rows))  # as many as it lets through (M3)
         if word == "WITH" and depth == 0:
             aggregated = _aggregates_only(code, i + 1)  # its own items see the rows before
         out.append(rows)
         counted.append(exact)
-        # the MATCH clauses' rows at least, beside rows the text counts (H3); alone they are a
-        # guess of a graph's matches, which no sort here is refused for
+        # beside rows the text counts (H3); alone, a guess no sort here is refused for
         least.append(floor * matches if floor > 1 else floor)
     return out, counted, least
+
+
+def _unwound_least(counted: int | None, stated: int | None) -> tuple[int, int]:
+    """What an ``UNWIND`` multiplies the rows the text counts by, and the guess of the
+    graph's matches beside them: the values it ``counted``, or those the text ``stated``
+    (:func:`_stated_sizes`), or else a list the text does not count, which multiplies the
+    rows as a pattern apart does (``MATCH (a) WITH collect(a) AS xs UNWIND range(1,18000)
+    AS k UNWIND xs AS a UNWIND xs AS b ... ORDER BY b, a`` was taken for 18,000 rows, 3,042,000
+    on the 13-node graph: the fifty-third re-probe's M2). A ``LIMIT`` after them keeps the
+    rows it lets through (``MATCH (a) WITH a LIMIT 13 UNWIND range(...)`` was taken for one
+    row: M3)."""
+    if counted is not None:
+        return counted, 1
+    return (stated, 1) if stated else (1, CROSS_MATCHED_AT_LEAST)
 
 
 def _limited(code: Sequence[Token], i: int, rows: int, exact: bool) -> tuple[int, bool]:
@@ -665,6 +684,37 @@ def _limited(code: Sequence[Token], i: int, rows: int, exact: bool) -> tuple[int
     if limit is not None and (rows >= UNBOUNDED_ROWS or limit <= rows):
         return limit, True
     return rows, exact
+
+
+def _stated_sizes(code: Sequence[Token], scopes: list[tuple[int, ...]],
+                  ranges: dict[int, tuple[int, int]]) -> dict[int, int]:
+    """The values each list an ``UNWIND`` unwinds holds, by the index of its start, where the
+    text states it but :func:`_unwound` does not count it (:func:`_stated`: ``[x IN
+    range(1,100000) | x]``), or a name bound to one (``WITH range(1,100000) AS r ... UNWIND r
+    AS k``). Taken for none, 100,000 values unwound beside a pattern and sorted by its nodes
+    were one row each (1,300,000 on the 13-node graph)."""
+    named: dict[str, int | None] = {}
+    out: dict[int, int] = {}
+    for i, tok in enumerate(code):
+        if tok.kind != "word" or _keyword(code, i) != "AS" or i + 1 >= len(code):
+            continue
+        start, keyword = _named(code, scopes, i)
+        size = _stated(code, ranges, start, i)
+        if size is None and i == start + 1 and code[start].kind in ("word", "quoted"):
+            size = named.get(code[start].text.strip("`"))
+        if keyword == "UNWIND" and size is not None:
+            out[start] = size
+        named[code[i + 1].text.strip("`")] = None if keyword == "UNWIND" else size
+    return out
+
+
+def _stated(code: Sequence[Token], ranges: dict[int, tuple[int, int]], start: int,
+            end: int) -> int | None:
+    """What a list ``code[start:end]`` holds if a literal ``range()`` makes it, in brackets
+    or a comprehension (a ``WHERE`` too: ``WHERE true`` keeps every value), as many as its
+    ranges hold (a slice of one errs high)."""
+    held = [ranges[k][0] for k in range(start, end) if k in ranges and ranges[k][1] < end]
+    return sum(held) if held else None
 
 
 #: The rows a ``MATCH`` is taken to make at least, where the text counts none, for a sort
@@ -2186,7 +2236,8 @@ def _check_sorts(code: Sequence[Token], scopes: list[tuple[int, ...]],
                 not counted[at] and rows[at] >= UNBOUNDED_ROWS
                 and (keyed or degree[at] >= MAX_PRODUCT)):
             whose = "the text counts (each pattern a MATCH matches taken for 2 at least, " \
-                "100 with a variable-length relationship)" \
+                "50 apart from the rows before it, 100 with a variable-length relationship; " \
+                "a list the text does not count, unwound, for 50)" \
                 if counted[at] or least[at] > MAX_SORTED else \
                 f"of a product of {degree[at]} patterns" + (
                     ", by a key that may hold several values" if keyed else "")
@@ -2474,17 +2525,20 @@ def _variable_length(code: Sequence[Token], scopes: list[tuple[int, ...]], i: in
 
 
 def _products(code: Sequence[Token], scopes: list[tuple[int, ...]],
-              ranges: dict[int, tuple[int, int]] | None = None) -> list[int]:
+              ranges: dict[int, tuple[int, int]] | None = None,
+              factors: dict[int, int] | None = None) -> list[int]:
     """For each token, how many patterns matched so far share no variable with one bound
     before them (``MATCH (a), (b)`` two; ``MATCH (a) MATCH (a)-->(b)`` one): the rows are a
     product of that many of the graph's matches, and each variable-length segment of a
     pattern past its first multiplies them as one more. A ``WITH`` keeps the names it projects (all
     of them for ``WITH *``), one that aggregates alone starts again from one row, and so
-    does a ``UNION``."""
+    does a ``UNION``. ``factors``, when given, gets each ``MATCH``'s rows at least, by the
+    index of its word (:func:`_pattern_factor`)."""
     out: list[int] = []
     bound: set[str] = set()
     names: set[str] | None = None  # the variables of the pattern being read
     degree, clause, segments = 0, "", 0  # segments: the pattern's variable-length ones
+    match, start, unwinds, anchor = 0, 0, 0, ""  # the MATCH, its pattern, the UNWINDs so far
     for i, tok in enumerate(code):
         word = _keyword(code, i)
         level = _query_level(code, scopes, i)
@@ -2493,11 +2547,17 @@ def _products(code: Sequence[Token], scopes: list[tuple[int, ...]],
             # (1 segment 314 rows of the 13-node graph, 2: 7,610, 3: 185,162): four sorted
             # by their path held a 3 s server 10 s (the forty-sixth re-probe's C1)
             degree += (0 if names & bound else 1) + max(segments - 1, 0)
+            if factors is not None:
+                factors[match] = factors.get(match, 1) * _pattern_factor(
+                    names & bound or (anchor != ""
+                                      and _equated(code, scopes, (start, i), names, anchor)),
+                    segments > 0)
             bound |= names
             names, segments = None, 0
         segments += names is not None and _variable_length(code, scopes, i)
         if level and word in _CLAUSES:
             clause = "MATCH" if word == "OPTIONAL" else word
+        unwinds += word == "UNWIND"
         if level and word == "UNION":
             degree, bound = 0, set()
         elif level and word == "UNWIND" and ranges is not None \
@@ -2505,16 +2565,101 @@ def _products(code: Sequence[Token], scopes: list[tuple[int, ...]],
             degree += 1  # a list the text does not size: its values multiply the rows
             # as a pattern's matches do (``UNWIND r AS a UNWIND r AS b ... ORDER BY b``
             # over a collected list of 3,000 sorted 9,000,000 rows: the forty-fifth T2)
+            anchor = ""
+        elif level and word == "UNWIND":
+            anchor = _alias(code, scopes, i) if unwinds == 1 else ""
         elif level and word == "WITH":
+            anchor = ""
             if _aggregates_only(code, i + 1):
                 degree = 0
             if not (i + 1 < len(code) and code[i + 1].text == "*"):
                 bound = _projected_names(code, scopes, i + 1, _clause_end(code, scopes, i + 1))
         if level and clause == "MATCH" and (word == "MATCH" or tok.text == ","):
-            names = set()
+            names, start = set(), i + 1
+            match = i if word == "MATCH" else match
         elif names is not None and tok.kind in ("word", "quoted") and scopes[i] \
                 and scopes[i][-1] == i - 1 and code[i - 1].text in ("(", "[") \
                 and _query_level(code, scopes, i - 1):
             names.add(tok.text.strip("`"))
         out.append(degree)
     return out
+
+
+#: What a pattern of fixed length that shares no variable with the rows before it and is not
+#: matched by equality to the values an ``UNWIND`` counts makes at least, beside rows the text
+#: counts: a product with the graph's matches. Taken for :data:`MATCHED_AT_LEAST`, ``UNWIND
+#: range(1,18000) AS k MATCH (a), (b) ... ORDER BY b, a`` was 72,000 rows, 3,042,000 on the
+#: 13-node graph, and held a 3 s server 17 s; the next cases' golds timed out (the fifty-third
+#: re-probe's M1).
+CROSS_MATCHED_AT_LEAST = 50
+
+
+def _pattern_factor(joined: object, variable: bool) -> int:
+    """What a pattern multiplies the counted rows by at least: :data:`MATCHED_AT_LEAST`
+    where it is ``joined`` to the rows before it, :data:`CROSS_MATCHED_AT_LEAST` where not,
+    :data:`VARIABLE_MATCHED_AT_LEAST` with a ``variable``-length relationship."""
+    if variable:
+        return VARIABLE_MATCHED_AT_LEAST
+    return MATCHED_AT_LEAST if joined else CROSS_MATCHED_AT_LEAST
+
+
+def _alias(code: Sequence[Token], scopes: list[tuple[int, ...]], at: int) -> str:
+    """The name the ``UNWIND`` at ``code[at]`` binds (``""`` if none is read)."""
+    for k in range(at + 1, len(code) - 1):
+        if scopes[k] == scopes[at] and _keyword(code, k) == "AS":
+            return code[k + 1].text.strip("`") if code[k + 1].kind in ("word", "quoted") else ""
+        if scopes[k] == scopes[at] and _keyword(code, k) in _CLAUSES:
+            break
+    return ""
+
+
+def _equated(code: Sequence[Token], scopes: list[tuple[int, ...]], span: tuple[int, int],
+             names: set[str], anchor: str) -> bool:
+    """Whether the pattern ``code[span[0]:span[1]]`` is matched by equality to ``anchor``, the
+    name the query's one ``UNWIND`` of a counted list binds: an entry of a property map
+    (``(m:Movie {released: y})``) or a conjunct of the ``MATCH``'s ``WHERE`` (``WHERE
+    m.released = y``, no ``OR`` beside it). A node holds one value of a property, so over the
+    list's distinct values the pattern matches each node once: the count of the list is not
+    multiplied by the graph's matches."""
+    start, end = span
+    for k in range(start + 3, end - 1):
+        if code[k].text.strip("`") == anchor and code[k - 1].text == ":" \
+                and code[k + 1].text in (",", "}") and code[k - 3].text in ("{", ",") \
+                and scopes[k] and code[scopes[k][-1]].text == "{" \
+                and len(scopes[k]) == len(scopes[start]) + 2:
+            return True
+    k = end
+    while k < len(code) and not (scopes[k] == scopes[start] and _keyword(code, k) in _CLAUSES):
+        k += 1
+    if k >= len(code) or _keyword(code, k) != "WHERE":
+        return False
+    conjunct: list[str] = []
+    for j in range(k + 1, len(code) + 1):
+        word = _keyword(code, j) if j < len(code) else "END"
+        if j < len(code) and scopes[j] != scopes[start]:
+            conjunct.append("(")  # no bracketed conjunct is an equality read here
+            continue
+        if word in ("OR", "XOR"):
+            return False
+        if word in ("AND", "END") or word in _CLAUSES:
+            if _equality(conjunct, names, anchor):
+                return True
+            if word != "AND":
+                return False
+            conjunct = []
+        else:
+            conjunct.append(code[j].text.strip("`"))
+    return False
+
+
+def _equality(conjunct: list[str], names: set[str], anchor: str) -> bool:
+    """Whether ``conjunct`` is ``v.p = anchor`` or ``anchor = v.p``, ``v`` one of ``names``."""
+    if len(conjunct) != 5:
+        return False
+    if conjunct[3] == "=":
+        side, other = conjunct[:3], conjunct[4]
+    elif conjunct[1] == "=":
+        side, other = conjunct[2:], conjunct[0]
+    else:
+        return False
+    return other == anchor and side[0] in names and side[1] == "."
