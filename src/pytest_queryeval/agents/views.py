@@ -37,7 +37,7 @@ _SYSTEM = "('pg_catalog', 'information_schema')"
 
 #: The functions the catalog's read calls (qualified by :func:`_pg_qualified`).
 _CALLED_HERE = ("'quote_ident', 'pg_get_functiondef', 'pg_get_constraintdef', 'string_agg', "
-                "'pg_get_viewdef', 'pg_get_expr'")
+                "'pg_get_viewdef', 'pg_get_expr', 'array_to_string'")
 
 
 def _own(oid: str) -> str:
@@ -57,7 +57,7 @@ def _pg_qualified(sql: str) -> str:
     A relation already qualified (:data:`..sources.pgescape.TYPE_MEMBER`'s) is left."""
     sql = re.sub(r"\b(FROM|JOIN) (pg_[a-z_]+)\b(?!\.)", r"\1 pg_catalog.\2", sql)
     sql = re.sub(r"(?<![.\w])(quote_ident|pg_get_functiondef|pg_get_constraintdef|string_agg|"
-                 r"pg_get_viewdef|pg_get_expr)\(",
+                 r"pg_get_viewdef|pg_get_expr|array_to_string)\(",
                  r"pg_catalog.\1(", sql)
     sql = sql.replace("::text", "::pg_catalog.text")
     sql = re.sub(r"NOT IN \(([^)]*)\)", r"OPERATOR(pg_catalog.<>) ALL (ARRAY[\1])", sql)
@@ -211,6 +211,11 @@ _CATALOGS: dict[str, str] = {
         # database with citext read every table, the forty-sixth re-probe's P9)
         f"AND l.lanname <> 'c' AND NOT {TYPE_MEMBER} "
         f"AND NOT (l.lanname = 'internal' AND {EXTENSION_MEMBER})",
+        # a routine's SET search_path clause: the schemas its unqualified names are in
+        # (``FROM orders`` under ``SET search_path = sales`` read sales.orders: 54a H1)
+        f"SELECT n.nspname::text, p.proname::text, array_to_string(p.proconfig, E'\\n'), "
+        f"'config' FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+        f"WHERE p.proconfig IS NOT NULL AND {_own('p.oid')}",
         # the DEFAULT expressions of its parameters run when a call leaves them out
         # (``dflt(a DEFAULT emp_cnt_pl())``: O15)
         f"SELECT n.nspname::text, p.proname::text, 'SELECT ' || pg_get_expr(p.proargdefaults, "
@@ -406,8 +411,13 @@ def _catalog(source: Any) -> _Catalog:
     words: set[str] = set()
     symbols: dict[str, str] = {}
     always: set[str] = set()
+    paths: dict[str, list[str]] = {}  # each routine's search_path clause (its key's)
     for schema, name, definition, how in rows:
         if not isinstance(name, str) or not isinstance(definition, str):
+            continue
+        if how == "config":
+            for key in (name.lower(), f"{str(schema).lower()}.{name.lower()}"):
+                paths.setdefault(key, []).extend(_search_path(definition))
             continue
         read = frozenset(tables_of(definition, dialect) if how is None or how in _SQL_BODIES
                          else set())
@@ -432,6 +442,9 @@ def _catalog(source: Any) -> _Catalog:
         for key in keys:
             reads[key] = reads.get(key, frozenset()) | read
             texts[key] = texts.get(key, "") + "\n" + definition
+    for key, schemas in paths.items():
+        if key in reads:
+            reads[key] |= {f"{path}.{t}" for t in reads[key] if "." not in t for path in schemas}
     found = _Catalog(reads, frozenset(calls), frozenset(words), symbols, frozenset())
     return _Catalog({key: read | (found.brought(texts[key]) - {key})
                      for key, read in reads.items()},
@@ -454,6 +467,25 @@ def _duckdb_rows(source: Any) -> list[tuple[Any, ...]]:
     return [*((schema, name, sql, None) for schema, name, sql in catalog.views),
             *((schema, name, "SELECT " + definition, "call" if by_name else "always")
               for schema, name, definition, by_name in catalog.macros)]
+
+
+def _search_path(config: str) -> list[str]:
+    """The schemas a routine's ``SET search_path`` clause names (``proconfig``'s lines),
+    lower-cased and unquoted, as the names of a body are read."""
+    out: list[str] = []
+    for line in config.splitlines():
+        setting, _, value = line.partition("=")
+        if setting.strip().lower() == "search_path":
+            out += [part.strip().strip('"').lower() for part in value.split(",") if part.strip()]
+    return out
+
+
+#: A name qualified by its schema in a body read as words (``sales.orders``, ``"Sales" .
+#: orders``, a comment between): a forbidden table outside ``public`` read by a PL/pgSQL
+#: routine was two words, neither its name (the fifty-fourth re-probe's H1).
+_QUALIFIED = re.compile(r'(?:"((?:[^"]|"")+)"|([A-Za-z_][\w$]*))\s*\.\s*'
+                        r'(?:"((?:[^"]|"")+)"|([A-Za-z_][\w$]*))')
+_BODY_COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)
 
 
 def _body_reads(body: str, how: str | None, dialect: str | None) -> set[str]:
@@ -481,6 +513,12 @@ def _body_reads(body: str, how: str | None, dialect: str | None) -> set[str]:
               for m in _QUOTED.finditer(text) for c, q in zip("'\"`[", m.groups(), strict=True)
               if q}
     out = words | quoted if how in _WORD_BODIES else set()
+    if how in _WORD_BODIES:
+        out |= {f"{(m[0] or m[1]).replace(chr(34) * 2, chr(34))}."
+                f"{(m[2] or m[3]).replace(chr(34) * 2, chr(34))}".lower()
+                for text in texts for m in _QUALIFIED.findall(_BODY_COMMENT.sub(" ", text))}
+        if "search_path" in words:  # a path set in the body: any schema's names (H1)
+            out.add(EVERY_TABLE)
     if how in _WORD_BODIES and statistics_call(body):  # (O22: pg_stat_get_live_tuples(...))
         out.add(EVERY_TABLE)
     runs_text = (SQL_TEXT_FUNCTIONS | TABLE_BY_NAME_FUNCTIONS

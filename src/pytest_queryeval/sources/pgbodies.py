@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .pgescape import CALLED_UNCHECKED
+from .pgescape import CALLED_UNCHECKED, MAY_EXECUTE
 from .pgguard import OWN_ROUTINES, ROUTINE_TEXTS, VOLATILE_ALLOWED, _loads, _nodes
 
 __all__ = ["CATCHING_SQL", "DO_LANGUAGES_SQL", "Body", "caught_writes", "hidden_volatile", "read_body"]
@@ -292,8 +292,10 @@ def hidden_volatile(routines: Iterable[tuple[Any, ...]], volatile: Iterable[str]
         found.update(more)
 
 
-#: Every routine of the database the server may run for the role (its ``EXECUTE`` privilege,
-#: or a slot the server calls with no check of it: :data:`~.pgescape.CALLED_UNCHECKED`), in a
+#: Every routine of the database the server may run for the role (the ``EXECUTE`` privilege of
+#: a role it is a member of, which ``SET LOCAL ROLE`` in a routine reaches without ``INHERIT``:
+#: the fifty-fourth re-probe's N1; or a slot the server calls with no check of it:
+#: :data:`~.pgescape.CALLED_UNCHECKED`), in a
 #: language other than C: its signature, language, body and PL/pgSQL definition. A trigger's
 #: routine is left out: it runs only for a write, which the read-only transaction refuses
 #: before any trigger fires.
@@ -303,7 +305,7 @@ SELECT p.oid::pg_catalog.regprocedure::pg_catalog.text, l.lanname::pg_catalog.te
   AND p.prorettype OPERATOR(pg_catalog.<>) ALL
         (ARRAY['pg_catalog.trigger'::pg_catalog.regtype,
                'pg_catalog.event_trigger'::pg_catalog.regtype]::pg_catalog.oid[])
-  AND (pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
+  AND ({MAY_EXECUTE}
        OR p.oid OPERATOR(pg_catalog.=) ANY (ARRAY{CALLED_UNCHECKED}))
 ORDER BY 1
 """

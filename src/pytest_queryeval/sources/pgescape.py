@@ -21,8 +21,8 @@ from typing import Any
 
 from .pgtamper import AFTER_INITDB, TAMPERED_SQL
 
-__all__ = ["CALLED_UNCHECKED", "ESCAPES_SQL", "EXTENSION_MEMBER", "REVOCABLE_KINDS", "TYPE_MEMBER",
-           "escapes_found"]
+__all__ = ["CALLED_UNCHECKED", "ESCAPES_SQL", "EXTENSION_MEMBER", "MAY_EXECUTE", "REVOCABLE_KINDS",
+           "TYPE_MEMBER", "escapes_found"]
 
 #: Extension libraries whose functions act outside the transaction or below the tables'
 #: grants (dblink's own are the ``dblink`` route's): the contrib modules that change what a
@@ -99,12 +99,12 @@ _EXTENSION_MEMBER = EXTENSION_MEMBER = _depends("e")
 #: ``INHERIT`` memberships, and ``lo_export`` granted to a ``NOLOGIN`` group the role was a
 #: ``NOINHERIT`` member of passed the check (the forty-fourth re-probe's R1b). The roles are
 #: those ``_ROLE_SQL`` (sources/sqlalchemy.py) reads the attributes of.
-_MAY_EXECUTE = ("EXISTS (SELECT 1 FROM pg_catalog.pg_roles m WHERE "
+MAY_EXECUTE = ("EXISTS (SELECT 1 FROM pg_catalog.pg_roles m WHERE "
                 "pg_catalog.pg_has_role(current_user, m.oid, 'MEMBER') "
                 "AND pg_catalog.has_function_privilege(m.oid, p.oid, 'EXECUTE'))")
 #: What the role reaches of routine ``p``: what it may execute, and what the server calls
 #: for it unchecked.
-_REACHED = (f"({_MAY_EXECUTE} "
+_REACHED = (f"({MAY_EXECUTE} "
             f"OR p.oid OPERATOR(pg_catalog.=) ANY (ARRAY{CALLED_UNCHECKED}))")
 
 #: A catalog row written after ``initdb`` made ``template0``: a builtin replaced in place
@@ -130,7 +130,7 @@ _TEXT = ("CASE WHEN {q}.prosqlbody IS NULL THEN {q}.prosrc "
 #: The role may execute a signal builtin.
 _MAY_SIGNAL = ("EXISTS (SELECT 1 FROM pg_catalog.pg_proc s WHERE s.oid OPERATOR(pg_catalog.<) "
                "16384::pg_catalog.oid AND s.proname OPERATOR(pg_catalog.~) "
-               f"'^{_SIGNALS}$' AND " + _MAY_EXECUTE.replace("p.oid", "s.oid") + ")")
+               f"'^{_SIGNALS}$' AND " + MAY_EXECUTE.replace("p.oid", "s.oid") + ")")
 #: The database's expressions a routine's query reaches unnamed, each as (what, its text):
 #: views, ``CHECK`` constraints (a domain's too), policies, column defaults, indexes. A state
 #: function reading a view, a domain or a table with a policy over ``pg_terminate_backend``
@@ -205,17 +205,17 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
   FROM pg_catalog.pg_proc p
   WHERE (p.proname OPERATOR(pg_catalog.~~) 'dblink%'
          OR p.prosrc OPERATOR(pg_catalog.~~) 'dblink%')
-    AND {_MAY_EXECUTE}
+    AND {MAY_EXECUTE}
   UNION ALL
   SELECT 4, 'file', p.oid::pg_catalog.regprocedure::pg_catalog.text
   FROM pg_catalog.pg_proc p
   WHERE p.proname OPERATOR(pg_catalog.=) ANY (ARRAY[{", ".join(_FILE_BUILTINS)}]::pg_catalog.name[])
-    AND {_MAY_EXECUTE}
+    AND {MAY_EXECUTE}
   UNION ALL
   SELECT 4, 'granted', p.oid::pg_catalog.regprocedure::pg_catalog.text
   FROM pg_catalog.pg_proc p
   WHERE p.oid OPERATOR(pg_catalog.<) 16384::pg_catalog.oid AND {_KEPT_FROM_PUBLIC}
-    AND {_MAY_EXECUTE}
+    AND {MAY_EXECUTE}
     AND p.proname OPERATOR(pg_catalog.<>) ALL (ARRAY[{", ".join(_FILE_BUILTINS)}]::pg_catalog.name[])
   UNION ALL
   SELECT 5, 'foreign', c.oid::pg_catalog.regclass::pg_catalog.text

@@ -24,6 +24,7 @@ unknown, never lower.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any
@@ -132,18 +133,34 @@ SELECT pg_catalog.set_config('max_parallel_workers_per_gather', '0', true),
 #: ``track_counts`` itself (PostgreSQL 15's parameter privileges). Read once a source, as the
 #: other catalog readings are: a read-only role cannot change the answer.
 _BLINDERS_SQL = """
-SELECT (SELECT n.nspname::pg_catalog.text OPERATOR(pg_catalog.||) '.'
-               OPERATOR(pg_catalog.||) p.proname::pg_catalog.text
-        FROM pg_catalog.pg_proc p
-        JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
-        WHERE p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
-          AND ((CASE WHEN p.prosqlbody IS NULL THEN p.prosrc
-                     ELSE pg_catalog.pg_get_functiondef(p.oid) END) OPERATOR(pg_catalog.~*) '{words}'
-               OR pg_catalog.array_to_string(p.proconfig, ' ') OPERATOR(pg_catalog.~*) '{words}')
-        ORDER BY 1 LIMIT 1),
-       {privileged}
+SELECT r.routine, r.text, r.hit, {privileged}
+FROM (SELECT 1) AS one LEFT JOIN (
+  SELECT n.nspname::pg_catalog.text OPERATOR(pg_catalog.||) '.'
+           OPERATOR(pg_catalog.||) p.proname::pg_catalog.text AS routine, b.hit,
+         CASE WHEN b.hit THEN NULL ELSE b.body END AS text
+  FROM pg_catalog.pg_proc p
+  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+  CROSS JOIN LATERAL (
+    SELECT (CASE WHEN p.prosqlbody IS NULL THEN p.prosrc
+                 ELSE pg_catalog.pg_get_functiondef(p.oid) END) AS body,
+           pg_catalog.array_to_string(p.proconfig, ' ') AS config) AS t
+  CROSS JOIN LATERAL (
+    SELECT t.body OPERATOR(pg_catalog.~*) '{words}'
+           OR t.config OPERATOR(pg_catalog.~*) '{words}' AS hit,
+           t.body) AS b
+  WHERE p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+    AND (b.hit OR t.body OPERATOR(pg_catalog.~*) 'u&')
+) AS r ON true
+ORDER BY 1
 """
 _WORDS = "|".join((*_BLINDING, "set_config"))
+#: A Unicode-escaped name or string of a body, and a ``UESCAPE`` clause's character: such a
+#: name may spell a blinding setting (``SET LOCAL U&"max\005fparallel\005fworkers" = 8`` ran a
+#: routine's reads in a parallel worker and no read was counted: the fifty-fourth re-probe's
+#: N2, H1), so it is read decoded, with each escape character the body declares.
+_ESCAPED = re.compile(r"""u&\s*(["'])((?:(?!\1).|\1\1)*)\1""", re.IGNORECASE | re.DOTALL)
+_UESCAPE = re.compile(r"uescape(?:\s|/\*.*?\*/|--[^\n]*\n)*'(.)'", re.IGNORECASE | re.DOTALL)
+_BLINDING_WORD = re.compile(_WORDS, re.IGNORECASE)
 
 
 def blinders_sql(parameter_privileges: bool) -> str:
@@ -157,15 +174,36 @@ def blinders_sql(parameter_privileges: bool) -> str:
 def blinders(rows: Callable[[str], Sequence[Sequence[Any]]], parameter_privileges: bool) -> str:
     """Why the counts could be blinded on this database and role ("" when nothing could):
     what :func:`serial` raises."""
-    for routine, privileged in rows(blinders_sql(parameter_privileges)):
-        if routine is not None:
+    found = list(rows(blinders_sql(parameter_privileges)))
+    for routine, text, hit, _ in found:
+        if routine is not None and (hit or escaped_blinder(str(text or ""))):
             return (f"the database's routine {routine}() may change a setting the counts "
-                    f"depend on ({', '.join(_BLINDING)}, by its SET clause, by name or "
-                    "through set_config): what it reads might not be counted")
-        if privileged:
-            return ("the role may SET track_counts (a parameter privilege): a query could "
-                    "turn the counts off")
+                    f"depend on ({', '.join(_BLINDING)}, by its SET clause, by name, by a "
+                    "Unicode-escaped name or through set_config): what it reads might not be "
+                    "counted")
+    if any(privileged for *_, privileged in found):
+        return ("the role may SET track_counts (a parameter privilege): a query could "
+                "turn the counts off")
     return ""
+
+
+def escaped_blinder(text: str) -> bool:
+    """Whether a Unicode-escaped name or string of ``text``, decoded, names a blinding
+    setting or ``set_config`` (an escape that cannot be decoded, or a ``UESCAPE`` whose
+    character is not read, is taken for one)."""
+    escapes = {"\\", *_UESCAPE.findall(text)}
+    if "uescape" in text.lower() and len(escapes) == 1:
+        return True
+    for match in _ESCAPED.finditer(text):
+        for escape in escapes:
+            try:
+                decoded = re.sub(re.escape(escape) + r"(?:\+([0-9a-fA-F]{6})|([0-9a-fA-F]{4}))",
+                                 lambda h: chr(int(h[1] or h[2], 16)), match[2])
+            except ValueError:
+                return True
+            if _BLINDING_WORD.search(decoded):
+                return True
+    return False
 
 
 def serial(rows: Callable[[str], Sequence[Sequence[Any]]], blinded: str) -> None:
