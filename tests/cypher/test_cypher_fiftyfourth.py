@@ -34,6 +34,10 @@ REFUSED = {
     "n3-collected-beside-a-pattern": (
         "UNWIND range(1,18000) AS j MATCH (a) WITH collect(a) AS xs UNWIND xs AS x "
         "MATCH (b) WITH x, b ORDER BY b DESC, x RETURN count(*) AS n", _COUNTS),
+    # a collected name renamed, or walked in a comprehension, holds what it held
+    "n2-renamed": (
+        "UNWIND range(1,100) AS j MATCH (a) WITH collect(a) AS zs WITH zs AS xs UNWIND xs AS x "
+        "UNWIND xs AS y WITH x, y ORDER BY y, x RETURN count(*) AS n", _COUNTS),
     "n3-rebound-to-a-range": (
         "MATCH (a) WITH collect(a) AS xs WITH range(1,100000) AS xs UNWIND xs AS k "
         "MATCH (b) WITH b, k ORDER BY b, k RETURN count(*) AS n", _COUNTS),

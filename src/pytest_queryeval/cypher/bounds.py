@@ -647,7 +647,8 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
                 else (floor, min(matches, rows))  # as many as it lets through (M3)
         if word == "WITH" and depth == 0:
             aggregated = _aggregates_only(code, i + 1)  # its own items see the rows before
-            collected.update(dict.fromkeys(_collects(code, i + 1), floor * matches))
+        if word in ("WITH", "RETURN"):  # a subquery's RETURN too
+            collected.update(_collects(code, i + 1, floor * matches, collected))
         if word == "UNION":  # a new product (54c O1)
             floor, matches = 1, 1
         out.append(rows)
@@ -671,43 +672,54 @@ def _unwinding(code: Sequence[Token], ranges: dict[int, tuple[int, int]], i: int
     rows = max(rows, UNBOUNDED_ROWS) if size is None else _times(rows, size, exact and sized)
     exact = exact and size is not None and sized
     more, apart = _unwound_least(size if sized else None, stated.get(i + 1))
-    held = collected.get(code[i + 1].text.strip("`"), 0) if i + 1 < len(code) else 0
+    end = i + 1  # the list an UNWIND unwinds ends at its AS (one of a collected name: N1-N3)
+    while end < len(code) and _keyword(code, end) not in ("AS", *_CLAUSES):
+        end += 1
+    held = _held_collected(code, (i + 1, end), 1, collected)
     return (rows, exact, held, 1) if held > more else (rows, exact, more, apart)
 
 
-def _collects(code: Sequence[Token], at: int) -> list[str]:
-    """The names the projection from ``code[at]`` binds to a whole ``collect(...)``: each
-    holds the rows before it, which the floor takes when it is unwound. Taken for 50, a
-    list of 13,000 nodes (``UNWIND range(1,1000) AS j MATCH (a) WITH collect(a) AS xs UNWIND
-    xs AS x UNWIND range(1,250) AS k ... ORDER BY x, k``, 3,250,000 rows) was 12,500 rows,
-    and two unwinds of it, or one beside a pattern, one row: the next cases' golds timed
-    out (the fifty-fourth re-probe's N1 to N3)."""
-    out: list[str] = []
-    depth, k = 0, at
+def _collects(code: Sequence[Token], at: int, before: int,
+              collected: dict[str, int]) -> dict[str, int]:
+    """The names the projection (or a subquery's ``RETURN``) from ``code[at]`` binds to a list
+    made from a ``collect()`` (``collect(a)``, ``collect(a)[0..]``, ``tail(collect(a))``) or
+    from a name already bound so (``WITH xs AS ys``), each with what it holds at least: the
+    rows ``before`` the projection, or the other name's. Taken for 50, a list of 13,000 nodes
+    (``UNWIND range(1,1000) AS j MATCH (a) WITH collect(a) AS xs UNWIND xs AS x UNWIND
+    range(1,250) AS k ... ORDER BY x, k``, 3,250,000 rows) was 12,500 rows, and two unwinds of
+    it, or one beside a pattern, one row: the next cases' golds timed out (the fifty-fourth
+    re-probe's N1 to N3)."""
+    out: dict[str, int] = {}
+    depth, k, item = 0, at, at
     while k < len(code):
         tok = code[k]
         if tok.kind == "punct" and tok.text in _OPEN:
             depth += 1
         elif tok.kind == "punct" and tok.text in _CLOSE:
             depth -= 1
-        elif depth == 0 and _keyword(code, k) in _PROJECTION_ENDS:
+        elif depth <= 0 and (_keyword(code, k) in _PROJECTION_ENDS or depth < 0):
             break
-        elif depth == 0 and _keyword(code, k) == "AS" and k + 1 < len(code) and k >= 4 \
-                and code[k - 1].text == ")" and _opens_collect(code, k - 1):
-            out.append(code[k + 1].text.strip("`"))
+        elif depth == 0 and tok.text == ",":
+            item = k + 1
+        elif depth == 0 and _keyword(code, k) == "AS" and k + 1 < len(code):
+            held = _held_collected(code, (item, k), before, collected)
+            if held:
+                out[code[k + 1].text.strip("`")] = held
         k += 1
     return out
 
 
-def _opens_collect(code: Sequence[Token], close: int) -> bool:
-    """Whether the ``)`` at ``code[close]`` ends a ``collect(`` call."""
-    depth = 0
-    for k in range(close, -1, -1):
-        depth += code[k].text == ")" if code[k].kind == "punct" else 0
-        depth -= code[k].text == "(" if code[k].kind == "punct" else 0
-        if depth == 0:
-            return k > 0 and _function(code, k - 1) == "collect"
-    return False
+def _held_collected(code: Sequence[Token], span: tuple[int, int], before: int,
+                    collected: dict[str, int]) -> int:
+    """What the expression ``code[span[0]:span[1]]`` holds at least of collected values:
+    ``before`` if it calls ``collect()``, a collected name's values if it names one, or 0."""
+    held = 0
+    for k in range(*span):
+        if code[k].kind in ("word", "quoted"):
+            held = max(held, collected.get(code[k].text.strip("`"), 0))
+            if k + 1 < span[1] and code[k + 1].text == "(" and _function(code, k) == "collect":
+                held = max(held, before)
+    return held
 
 
 def _unwound_least(counted: int | None, stated: int | None) -> tuple[int, int]:
