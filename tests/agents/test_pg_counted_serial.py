@@ -136,5 +136,5 @@ def test_the_routines_that_could_blind_the_counts_are_read_once_a_source(
                 source.execute(_HONEST)
     finally:
         source.close()
-    assert sum("track_counts|set_config" in s for s in sent) == 1, sent
+    assert sum("track_counts|parallel_leader_participation|set_config" in s for s in sent) == 1, sent
     assert sum("'max_parallel_workers_per_gather', '0'" in s for s in sent) == 3, sent

@@ -37,7 +37,7 @@ _SYSTEM = "('pg_catalog', 'information_schema')"
 
 #: The functions the catalog's read calls (qualified by :func:`_pg_qualified`).
 _CALLED_HERE = ("'quote_ident', 'pg_get_functiondef', 'pg_get_constraintdef', 'string_agg', "
-                "'pg_get_viewdef', 'pg_get_expr', 'array_to_string'")
+                "'pg_get_viewdef', 'pg_get_expr', 'array_to_string', 'current_schemas'")
 
 
 def _own(oid: str) -> str:
@@ -57,7 +57,7 @@ def _pg_qualified(sql: str) -> str:
     A relation already qualified (:data:`..sources.pgescape.TYPE_MEMBER`'s) is left."""
     sql = re.sub(r"\b(FROM|JOIN) (pg_[a-z_]+)\b(?!\.)", r"\1 pg_catalog.\2", sql)
     sql = re.sub(r"(?<![.\w])(quote_ident|pg_get_functiondef|pg_get_constraintdef|string_agg|"
-                 r"pg_get_viewdef|pg_get_expr|array_to_string)\(",
+                 r"pg_get_viewdef|pg_get_expr|array_to_string|current_schemas)\(",
                  r"pg_catalog.\1(", sql)
     sql = sql.replace("::text", "::pg_catalog.text")
     sql = re.sub(r"NOT IN \(([^)]*)\)", r"OPERATOR(pg_catalog.<>) ALL (ARRAY[\1])", sql)
@@ -211,6 +211,10 @@ _CATALOGS: dict[str, str] = {
         # database with citext read every table, the forty-sixth re-probe's P9)
         f"AND l.lanname <> 'c' AND NOT {TYPE_MEMBER} "
         f"AND NOT (l.lanname = 'internal' AND {EXTENSION_MEMBER})",
+        # the session's path: where a routine without its own finds its unqualified names
+        # (a database's default path, a schema named after the role: 55a S3)
+        "SELECT 'pg_catalog', '', array_to_string(current_schemas(false), E'\\n'), "
+        "'session_path'",
         # a routine's SET search_path clause: the schemas its unqualified names are in
         # (``FROM orders`` under ``SET search_path = sales`` read sales.orders: 54a H1)
         f"SELECT n.nspname::text, p.proname::text, array_to_string(p.proconfig, E'\\n'), "
@@ -412,12 +416,16 @@ def _catalog(source: Any) -> _Catalog:
     symbols: dict[str, str] = {}
     always: set[str] = set()
     paths: dict[str, list[str]] = {}  # each routine's search_path clause (its key's)
+    session: list[str] = []  # the session's path, for a routine without its own
     for schema, name, definition, how in rows:
         if not isinstance(name, str) or not isinstance(definition, str):
             continue
         if how == "config":
             for key in (name.lower(), f"{str(schema).lower()}.{name.lower()}"):
                 paths.setdefault(key, []).extend(_search_path(definition))
+            continue
+        if how == "session_path":
+            session = [part.lower() for part in definition.splitlines() if part]
             continue
         read = frozenset(tables_of(definition, dialect) if how is None or how in _SQL_BODIES
                          else set())
@@ -442,9 +450,9 @@ def _catalog(source: Any) -> _Catalog:
         for key in keys:
             reads[key] = reads.get(key, frozenset()) | read
             texts[key] = texts.get(key, "") + "\n" + definition
-    for key, schemas in paths.items():
-        if key in reads:
-            reads[key] |= {f"{path}.{t}" for t in reads[key] if "." not in t for path in schemas}
+    for key in reads:
+        reads[key] |= {f"{path}.{t}" for t in reads[key] if "." not in t
+                       for path in paths.get(key, session)}
     found = _Catalog(reads, frozenset(calls), frozenset(words), symbols, frozenset())
     return _Catalog({key: read | (found.brought(texts[key]) - {key})
                      for key, read in reads.items()},
@@ -485,7 +493,32 @@ def _search_path(config: str) -> list[str]:
 #: routine was two words, neither its name (the fifty-fourth re-probe's H1).
 _QUALIFIED = re.compile(r'(?:"((?:[^"]|"")+)"|([A-Za-z_][\w$]*))\s*\.\s*'
                         r'(?:"((?:[^"]|"")+)"|([A-Za-z_][\w$]*))')
-_BODY_COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)
+#: ``SET SCHEMA 'sales'``, PostgreSQL's other spelling of ``SET search_path`` (55a S2).
+_SET_SCHEMA = re.compile(r"\bset\s+(?:(?:local|session)\s+)?schema\b", re.IGNORECASE)
+
+
+def _uncommented(text: str) -> str:
+    """``text`` with its comments blank, block comments nested as PostgreSQL nests them
+    (``sales./* a /* b */ c */orders`` is ``sales.orders``: 55a S1)."""
+    out: list[str] = []
+    k, depth = 0, 0
+    while k < len(text):
+        two = text[k:k + 2]
+        if two == "/*":
+            depth, k = depth + 1, k + 2
+        elif two == "*/" and depth:
+            depth, k = depth - 1, k + 2
+        elif depth:
+            k += 1
+        elif two == "--":
+            end = text.find("\n", k)
+            k = len(text) if end < 0 else end
+        else:
+            out.append(text[k])
+            k += 1
+        if (depth or two in ("/*", "*/")) and (not out or out[-1] != " "):
+            out.append(" ")
+    return "".join(out)
 
 
 def _body_reads(body: str, how: str | None, dialect: str | None) -> set[str]:
@@ -516,9 +549,10 @@ def _body_reads(body: str, how: str | None, dialect: str | None) -> set[str]:
     if how in _WORD_BODIES:
         out |= {f"{(m[0] or m[1]).replace(chr(34) * 2, chr(34))}."
                 f"{(m[2] or m[3]).replace(chr(34) * 2, chr(34))}".lower()
-                for text in texts for m in _QUALIFIED.findall(_BODY_COMMENT.sub(" ", text))}
-        if "search_path" in words:  # a path set in the body: any schema's names (H1)
-            out.add(EVERY_TABLE)
+                for text in texts for m in _QUALIFIED.findall(_uncommented(text))}
+        if "search_path" in words or any(_SET_SCHEMA.search(_uncommented(text))
+                                         for text in texts):
+            out.add(EVERY_TABLE)  # a path set in the body: any schema's names (H1, S2)
     if how in _WORD_BODIES and statistics_call(body):  # (O22: pg_stat_get_live_tuples(...))
         out.add(EVERY_TABLE)
     runs_text = (SQL_TEXT_FUNCTIONS | TABLE_BY_NAME_FUNCTIONS

@@ -29,7 +29,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any
 
-__all__ = ["COUNTING", "SAVEPOINT", "blinders", "counted", "counters", "serial", "touched"]
+__all__ = ["COUNTING", "SAVEPOINT", "blinders", "counted", "counters", "serial", "still_serial",
+           "touched"]
 
 #: Whether the statements run now are an agent case's, whose reads are counted: the counts
 #: cost four round trips a statement, which a prediction outside an agent case does not pay.
@@ -114,7 +115,7 @@ def touched(before: dict[str, int], after: dict[str, int]) -> frozenset[str]:
 #: in the worker, which reports them when it exits, never in the backend that asked
 #: (``pg_stat_get_xact_*`` is that backend's own); ``track_counts`` off counts nothing.
 _BLINDING = ("max_parallel_workers", "max_parallel_workers_per_gather", "force_parallel_mode",
-             "debug_parallel_query", "track_counts")
+             "debug_parallel_query", "track_counts", "parallel_leader_participation")
 
 #: Run before each counted statement, in its transaction: parallel query off for the rest of
 #: it (``SET LOCAL``: the leader then reads all a plan reads, itself).
@@ -153,14 +154,15 @@ FROM (SELECT 1) AS one LEFT JOIN (
 ) AS r ON true
 ORDER BY 1
 """
-_WORDS = "|".join((*_BLINDING, "set_config"))
+_WORDS = "|".join((*_BLINDING, "set_config", r"\mreset\M.*\mall\M"))
 #: A Unicode-escaped name or string of a body, and a ``UESCAPE`` clause's character: such a
 #: name may spell a blinding setting (``SET LOCAL U&"max\005fparallel\005fworkers" = 8`` ran a
 #: routine's reads in a parallel worker and no read was counted: the fifty-fourth re-probe's
 #: N2, H1), so it is read decoded, with each escape character the body declares.
 _ESCAPED = re.compile(r"""u&\s*(["'])((?:(?!\1).|\1\1)*)\1""", re.IGNORECASE | re.DOTALL)
 _UESCAPE = re.compile(r"uescape(?:\s|/\*.*?\*/|--[^\n]*\n)*'(.)'", re.IGNORECASE | re.DOTALL)
-_BLINDING_WORD = re.compile(_WORDS, re.IGNORECASE)
+_BLINDING_WORD = re.compile(_WORDS.replace(r"\m", r"\b").replace(r"\M", r"\b"),
+                            re.IGNORECASE | re.DOTALL)
 
 
 def blinders_sql(parameter_privileges: bool) -> str:
@@ -177,13 +179,36 @@ def blinders(rows: Callable[[str], Sequence[Sequence[Any]]], parameter_privilege
     found = list(rows(blinders_sql(parameter_privileges)))
     for routine, text, hit, _ in found:
         if routine is not None and (hit or escaped_blinder(str(text or ""))):
-            return (f"the database's routine {routine}() may change a setting the counts "
+            what = routine if routine.startswith("the ") else \
+                f"the database's routine {routine}()"
+            return (f"{what} may change a setting the counts "
                     f"depend on ({', '.join(_BLINDING)}, by its SET clause, by name, by a "
                     "Unicode-escaped name or through set_config): what it reads might not be "
                     "counted")
     if any(privileged for *_, privileged in found):
         return ("the role may SET track_counts (a parameter privilege): a query could "
                 "turn the counts off")
+    return ""
+
+
+#: Parallel query still off, and the counts on, after a counted statement: a routine's
+#: ``RESET ALL`` undid the ``SET LOCAL``, and a later read ran in a parallel worker (the
+#: fifty-fifth re-probe's B1).
+_STILL_SERIAL_SQL = """
+SELECT pg_catalog.current_setting('max_parallel_workers_per_gather'),
+       pg_catalog.current_setting('max_parallel_workers'),
+       pg_catalog.current_setting('track_counts')
+"""
+
+
+def still_serial(rows: Callable[[str], Sequence[Sequence[Any]]]) -> str:
+    """Why the counts of the statement just run are not established ("" when parallel query
+    is still off and the counts on, as :func:`serial` left them)."""
+    for per_gather, workers, counts in rows(_STILL_SERIAL_SQL):
+        if (str(per_gather), str(workers), str(counts).lower()) != ("0", "0", "on"):
+            return ("the statement changed the settings the counts depend on (parallel query "
+                    f"max_parallel_workers_per_gather={per_gather}, max_parallel_workers="
+                    f"{workers}, track_counts={counts}): what it read might not be counted")
     return ""
 
 

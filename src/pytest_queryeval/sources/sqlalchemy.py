@@ -1225,8 +1225,17 @@ def _counters_before(conn: Connection, blinded: str) -> dict[str, int]:
 
 def _counted_after(conn: Connection, before: dict[str, int]) -> frozenset[str]:
     """The tables the statement since :func:`_counters_before` read, its savepoint rolled
-    back first (what it set is undone; a failed statement leaves the transaction usable)."""
+    back first (what it set is undone; a failed statement leaves the transaction usable).
+    Parallel query still off is read before the rollback, which would undo a change
+    (:func:`.pgreads.still_serial`)."""
+    from sqlalchemy.exc import DBAPIError
+
+    blinded = ""
+    with contextlib.suppress(DBAPIError):  # a failed statement: nothing runs before rollback
+        blinded = pgreads.still_serial(lambda sql: _unstreamed(conn, sql))
     _unstreamed(conn, f"ROLLBACK TO SAVEPOINT {pgreads.SAVEPOINT}")
+    if blinded:  # the statement turned parallel query back on (55a B1)
+        raise CountUnknown(blinded)
     return pgreads.touched(before, pgreads.counters(lambda sql: _unstreamed(conn, sql)))
 
 
