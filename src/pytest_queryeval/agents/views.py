@@ -213,8 +213,8 @@ _CATALOGS: dict[str, str] = {
         f"AND NOT (l.lanname = 'internal' AND {EXTENSION_MEMBER})",
         # the session's path: where a routine without its own finds its unqualified names
         # (a database's default path, a schema named after the role: 55a S3)
-        "SELECT 'pg_catalog', '', array_to_string(current_schemas(false), E'\\n'), "
-        "'session_path'",
+        "SELECT 'pg_catalog', current_user::text, "
+        "array_to_string(current_schemas(false), E'\\n'), 'session_path'",
         # a routine's SET search_path clause: the schemas its unqualified names are in
         # (``FROM orders`` under ``SET search_path = sales`` read sales.orders: 54a H1)
         f"SELECT n.nspname::text, p.proname::text, array_to_string(p.proconfig, E'\\n'), "
@@ -415,17 +415,12 @@ def _catalog(source: Any) -> _Catalog:
     words: set[str] = set()
     symbols: dict[str, str] = {}
     always: set[str] = set()
-    paths: dict[str, list[str]] = {}  # each routine's search_path clause (its key's)
-    session: list[str] = []  # the session's path, for a routine without its own
+    paths: dict[str, list[str]] = {}  # each routine's search_path clause; "": the session's
     for schema, name, definition, how in rows:
         if not isinstance(name, str) or not isinstance(definition, str):
             continue
-        if how == "config":
-            for key in (name.lower(), f"{str(schema).lower()}.{name.lower()}"):
-                paths.setdefault(key, []).extend(_search_path(definition))
-            continue
-        if how == "session_path":
-            session = [part.lower() for part in definition.splitlines() if part]
+        if how in ("config", "session_path"):
+            _add_path(paths, (str(schema), name), definition, how)
             continue
         read = frozenset(tables_of(definition, dialect) if how is None or how in _SQL_BODIES
                          else set())
@@ -450,9 +445,10 @@ def _catalog(source: Any) -> _Catalog:
         for key in keys:
             reads[key] = reads.get(key, frozenset()) | read
             texts[key] = texts.get(key, "") + "\n" + definition
-    for key in reads:
-        reads[key] |= {f"{path}.{t}" for t in reads[key] if "." not in t
-                       for path in paths.get(key, session)}
+    user, *session = paths.get("", [""])
+    for key in reads:  # (a SET clause of other settings keeps the session's: 56a S4)
+        reads[key] |= {f"{user if path == '$user' else path}.{t}" for t in reads[key]
+                       if "." not in t for path in paths.get(key) or session}
     found = _Catalog(reads, frozenset(calls), frozenset(words), symbols, frozenset())
     return _Catalog({key: read | (found.brought(texts[key]) - {key})
                      for key, read in reads.items()},
@@ -475,6 +471,19 @@ def _duckdb_rows(source: Any) -> list[tuple[Any, ...]]:
     return [*((schema, name, sql, None) for schema, name, sql in catalog.views),
             *((schema, name, "SELECT " + definition, "call" if by_name else "always")
               for schema, name, definition, by_name in catalog.macros)]
+
+
+def _add_path(paths: dict[str, list[str]], named: tuple[str, str], text: str,
+              how: str) -> None:
+    """Keep a routine's ``SET search_path`` clause by its keys (``config``), or the session's
+    path under ``""``, the role's name first, whose schema ``"$user"`` names
+    (``session_path``: a routine without a clause of its own resolves names by it)."""
+    schema, name = named
+    if how == "session_path":
+        paths[""] = [name.lower(), *(part.lower() for part in text.splitlines() if part)]
+        return
+    for key in (name.lower(), f"{schema.lower()}.{name.lower()}"):
+        paths.setdefault(key, []).extend(_search_path(text))
 
 
 def _search_path(config: str) -> list[str]:

@@ -21,8 +21,16 @@ from typing import Any
 
 from .pgtamper import AFTER_INITDB, TAMPERED_SQL
 
-__all__ = ["CALLED_UNCHECKED", "ESCAPES_SQL", "EXTENSION_MEMBER", "MAY_EXECUTE", "REVOCABLE_KINDS",
-           "TYPE_MEMBER", "escapes_found"]
+__all__ = [
+    "CALLED_UNCHECKED",
+    "ESCAPES_SQL",
+    "EXPRESSIONS",
+    "EXTENSION_MEMBER",
+    "MAY_EXECUTE",
+    "REVOCABLE_KINDS",
+    "TYPE_MEMBER",
+    "escapes_found",
+]
 
 #: Extension libraries whose functions act outside the transaction or below the tables'
 #: grants (dblink's own are the ``dblink`` route's): the contrib modules that change what a
@@ -135,7 +143,7 @@ _MAY_SIGNAL = ("EXISTS (SELECT 1 FROM pg_catalog.pg_proc s WHERE s.oid OPERATOR(
 #: views, ``CHECK`` constraints (a domain's too), policies, column defaults, indexes. A state
 #: function reading a view, a domain or a table with a policy over ``pg_terminate_backend``
 #: ended another session (the fiftieth re-probe's V1).
-_EXPRESSIONS = """
+EXPRESSIONS = """
     SELECT 'view ' OPERATOR(pg_catalog.||) c.oid::pg_catalog.regclass::pg_catalog.text AS what,
            pg_catalog.pg_get_viewdef(c.oid) AS t
     FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
@@ -271,7 +279,7 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
                      OPERATOR(pg_catalog.>) 0))))
     AND {_MAY_SIGNAL}
   UNION ALL
-  SELECT 7, 'signalling', x.what FROM ({_EXPRESSIONS}) x
+  SELECT 7, 'signalling', x.what FROM ({EXPRESSIONS}) x
   WHERE x.t OPERATOR(pg_catalog.~*) '{_SIGNALS}' AND {_MAY_SIGNAL}
   UNION ALL
   SELECT 7, 'signalling', s.proname::pg_catalog.text OPERATOR(pg_catalog.||) '() as the '

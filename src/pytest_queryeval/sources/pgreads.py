@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any
 
+from .pgescape import EXPRESSIONS
+
 __all__ = ["COUNTING", "SAVEPOINT", "blinders", "counted", "counters", "serial", "still_serial",
            "touched"]
 
@@ -151,6 +153,18 @@ FROM (SELECT 1) AS one LEFT JOIN (
            t.body) AS b
   WHERE p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
     AND (b.hit OR t.body OPERATOR(pg_catalog.~*) 'u&')
+  UNION ALL
+  SELECT 'aggregate ' OPERATOR(pg_catalog.||) a.aggfnoid::pg_catalog.regproc::pg_catalog.text
+           OPERATOR(pg_catalog.||) ' calls ' OPERATOR(pg_catalog.||) f.proname::pg_catalog.text,
+         true, NULL
+  FROM pg_catalog.pg_aggregate a JOIN pg_catalog.pg_proc f ON f.oid OPERATOR(pg_catalog.=) ANY
+    (ARRAY[a.aggtransfn, a.aggfinalfn, a.aggcombinefn, a.aggmtransfn, a.aggminvtransfn,
+           a.aggmfinalfn]::pg_catalog.oid[])
+  WHERE a.aggfnoid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+    AND f.proname::pg_catalog.text OPERATOR(pg_catalog.~*) '{words}'
+  UNION ALL
+  SELECT e.what, true, NULL FROM ({expressions}) AS e
+  WHERE e.t OPERATOR(pg_catalog.~*) '{words}'
 ) AS r ON true
 ORDER BY 1
 """
@@ -170,7 +184,7 @@ def blinders_sql(parameter_privileges: bool) -> str:
     privileges."""
     privileged = ("pg_catalog.has_parameter_privilege('track_counts', 'SET')"
                   if parameter_privileges else "false")
-    return _BLINDERS_SQL.format(words=_WORDS, privileged=privileged)
+    return _BLINDERS_SQL.format(words=_WORDS, privileged=privileged, expressions=EXPRESSIONS)
 
 
 def blinders(rows: Callable[[str], Sequence[Sequence[Any]]], parameter_privileges: bool) -> str:
@@ -179,7 +193,7 @@ def blinders(rows: Callable[[str], Sequence[Sequence[Any]]], parameter_privilege
     found = list(rows(blinders_sql(parameter_privileges)))
     for routine, text, hit, _ in found:
         if routine is not None and (hit or escaped_blinder(str(text or ""))):
-            what = routine if routine.startswith("the ") else \
+            what = f"the database's {routine}" if " " in routine else \
                 f"the database's routine {routine}()"
             return (f"{what} may change a setting the counts "
                     f"depend on ({', '.join(_BLINDING)}, by its SET clause, by name, by a "
