@@ -506,30 +506,6 @@ _QUALIFIED = re.compile(r'(?:"((?:[^"]|"")+)"|([A-Za-z_][\w$]*))\s*\.\s*'
 _SET_SCHEMA = re.compile(r"\bset\s+(?:(?:local|session)\s+)?schema\b", re.IGNORECASE)
 
 
-def _uncommented(text: str) -> str:
-    """``text`` with its comments blank, block comments nested as PostgreSQL nests them
-    (``sales./* a /* b */ c */orders`` is ``sales.orders``: 55a S1)."""
-    out: list[str] = []
-    k, depth = 0, 0
-    while k < len(text):
-        two = text[k:k + 2]
-        if two == "/*":
-            depth, k = depth + 1, k + 2
-        elif two == "*/" and depth:
-            depth, k = depth - 1, k + 2
-        elif depth:
-            k += 1
-        elif two == "--":
-            end = text.find("\n", k)
-            k = len(text) if end < 0 else end
-        else:
-            out.append(text[k])
-            k += 1
-        if (depth or two in ("/*", "*/")) and (not out or out[-1] != " "):
-            out.append(" ")
-    return "".join(out)
-
-
 def _body_reads(body: str, how: str | None, dialect: str | None) -> set[str]:
     """What a definition reads beside the tables its SQL names: every table, for a body that
     runs a statement built at run time (PL/pgSQL's ``EXECUTE``, a function of
@@ -537,6 +513,7 @@ def _body_reads(body: str, how: str | None, dialect: str | None) -> set[str]:
     language no parser here reads (PL/Python, PL/Perl); every word of a PL/pgSQL body (its
     statements are SQL among PL/pgSQL's own words)."""
     from ..sources.pgguard import SQL_TEXT_FUNCTIONS, SQL_TEXT_PREFIXES, TABLE_BY_NAME_FUNCTIONS
+    from ..sources.sqlcomments import uncommented
     from ..sources.sqlfunctions import SQL_TEXT_FUNCTIONS as DIALECT_TEXT_FUNCTIONS
     from ..sources.sqlfunctions import TABLE_READERS
     from .language import EVERY_TABLE
@@ -555,12 +532,12 @@ def _body_reads(body: str, how: str | None, dialect: str | None) -> set[str]:
               for m in _QUOTED.finditer(text) for c, q in zip("'\"`[", m.groups(), strict=True)
               if q}
     out = words | quoted if how in _WORD_BODIES else set()
-    if how in _WORD_BODIES:
+    if how in _WORD_BODIES:  # comments out, nested as PostgreSQL nests them (55a S1)
+        bare = [uncommented(text, nested=True) for text in texts]
         out |= {f"{(m[0] or m[1]).replace(chr(34) * 2, chr(34))}."
                 f"{(m[2] or m[3]).replace(chr(34) * 2, chr(34))}".lower()
-                for text in texts for m in _QUALIFIED.findall(_uncommented(text))}
-        if "search_path" in words or any(_SET_SCHEMA.search(_uncommented(text))
-                                         for text in texts):
+                for text in bare for m in _QUALIFIED.findall(text)}
+        if "search_path" in words or any(_SET_SCHEMA.search(text) for text in bare):
             out.add(EVERY_TABLE)  # a path set in the body: any schema's names (H1, S2)
     if how in _WORD_BODIES and statistics_call(body):  # (O22: pg_stat_get_live_tuples(...))
         out.add(EVERY_TABLE)

@@ -74,8 +74,8 @@ def check_evaluation(code: Sequence[Token]) -> None:
     _check_steps(code, scopes, weigh)
     _check_bodies(code, scopes, walked)
     factors: dict[int, int] = {}
-    _products(code, scopes, ranges, factors)
-    _check_sorts(code, scopes, ranges, *_counted_rows(
+    degree = _products(code, scopes, ranges, factors)
+    _check_sorts(code, scopes, ranges, degree, *_counted_rows(
         code, ranges, _unwound_names(code, scopes, sources, counted), factors,
         _stated_sizes(code, scopes, ranges)))
 
@@ -2264,15 +2264,15 @@ MAX_SORTED = 100_000
 
 
 def _check_sorts(code: Sequence[Token], scopes: list[tuple[int, ...]],
-                 ranges: dict[int, tuple[int, int]], rows: list[int], counted: list[bool],
-                 least: list[int]) -> None:
+                 ranges: dict[int, tuple[int, int]], degree: list[int], rows: list[int],
+                 counted: list[bool], least: list[int]) -> None:
     """Refuse a sort, a ``DISTINCT`` or a grouping (:data:`MAX_SORTED`) over more rows than
     the text counts, or over rows it cannot bound (a product of patterns, counted as
     :data:`UNBOUNDED_ROWS`) by a key that may hold several values (a map, a list, a name
     bound to one: :func:`_wide_uses`), or of :data:`MAX_PRODUCT` patterns or more, by any
-    key: the graph's own properties are what an honest query sorts a product of two by."""
+    key: the graph's own properties are what an honest query sorts a product of two by.
+    ``degree``: :func:`_products`, read once with the floor's factors."""
     wide = _wide_uses(code, scopes)
-    degree = _products(code, scopes, ranges)
     paths = _path_keys(code, scopes)
     built = _built_unwinds(code, scopes, ranges)
     for at, end, what in _sorted_clauses(code, scopes):
