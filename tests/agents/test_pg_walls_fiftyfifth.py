@@ -116,9 +116,13 @@ def test_the_catalog_reads_a_table_the_routines_path_finds(
 
 def test_a_statement_that_turns_parallel_query_back_on_is_uncounted(
         postgres_server: Any) -> None:
-    """B1's first wall: a setting changed at run time (``EXECUTE 'RES' || 'ET ALL'``, which
-    no reading of the routine's text finds) leaves the statement's counts unknown. Before:
-    the read was counted as the leader saw it, and a worker's read not at all."""
+    """B1's first wall: a setting changed at run time (``EXECUTE 'SET LOCAL max_para' ||
+    'llel_workers_per_gather = 4'``, which no reading of the routine's text finds) leaves the
+    statement's counts unknown. Before: the read was counted as the leader saw it, and a
+    worker's read not at all. A ``RESET ALL`` built so (``'RES' || 'ET ALL'``) restores the
+    counted session's own values, parallel query off (:data:`.pgreads.SERIAL_OPTIONS`), and
+    the statement is counted; before, it was unknown for the first, and with a ``SET LOCAL``
+    alone, a worker's read went uncounted."""
     from pytest_queryeval.errors import CountUnknown
     from pytest_queryeval.sources import pgreads
 
@@ -126,15 +130,19 @@ def test_a_statement_that_turns_parallel_query_back_on_is_uncounted(
     setup = [*_NO_SIGNALS, "CREATE TABLE public.t55 (b text)",
              "INSERT INTO public.t55 VALUES ('x'), ('y')",
              "CREATE FUNCTION l_sf(text, text) RETURNS text LANGUAGE plpgsql VOLATILE AS $f$"
-             f"BEGIN IF session_user = '{role}' THEN EXECUTE 'RES' || 'ET ALL'; END IF; "
+             f"BEGIN IF session_user = '{role}' AND $2 = 'x' THEN EXECUTE 'SET LOCAL max_para' "
+             "|| 'llel_workers_per_gather = 4'; END IF; "
+             f"IF session_user = '{role}' AND $2 = 'y' THEN EXECUTE 'RES' || 'ET ALL'; END IF; "
              "RETURN coalesce($1, '') || $2; END$f$",
              "CREATE AGGREGATE l_agg(text) (sfunc = l_sf, stype = text, initcond = '')"]
     with _database(postgres_server, "q55_s_" + uuid.uuid4().hex[:6], *setup) as name:
         source = _source(postgres_server, name)
         try:
             with pgreads.counted(), pytest.raises(CountUnknown, match="changed the settings"):
-                source.execute(_QUERY)
+                source.execute("SELECT l_agg(b) AS n FROM (SELECT b FROM public.t55 "
+                               "ORDER BY b DESC) AS s")  # 'x' last: the SET stays
             with pgreads.counted():
+                assert "public.t55" in source.execute(_QUERY).meta["read"]
                 assert "public.t55" in source.execute("SELECT b FROM public.t55").meta["read"]
         finally:
             source.close()

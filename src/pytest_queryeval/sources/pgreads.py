@@ -27,12 +27,12 @@ import contextlib
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, NamedTuple
 
 from .pgescape import EXPRESSIONS
 
-__all__ = ["COUNTING", "SAVEPOINT", "blinders", "counted", "counters", "serial", "still_serial",
-           "touched"]
+__all__ = ["COUNTING", "SAVEPOINT", "SERIAL_OPTIONS", "Blinders", "blinders", "counted",
+           "counters", "serial", "still_serial", "touched"]
 
 #: Whether the statements run now are an agent case's, whose reads are counted: the counts
 #: cost four round trips a statement, which a prediction outside an agent case does not pay.
@@ -120,11 +120,25 @@ _BLINDING = ("max_parallel_workers", "max_parallel_workers_per_gather", "force_p
              "debug_parallel_query", "track_counts", "parallel_leader_participation")
 
 #: Run before each counted statement, in its transaction: parallel query off for the rest of
-#: it (``SET LOCAL``: the leader then reads all a plan reads, itself).
+#: it (``SET LOCAL``: the leader then reads all a plan reads, itself), and whether the
+#: session's own values, those ``RESET`` restores, are off too (:data:`SERIAL_OPTIONS`).
 SERIAL_SQL = """
 SELECT pg_catalog.set_config('max_parallel_workers_per_gather', '0', true),
-       pg_catalog.set_config('max_parallel_workers', '0', true)
+       pg_catalog.set_config('max_parallel_workers', '0', true),
+       (SELECT pg_catalog.count(*) FROM pg_catalog.pg_settings s
+        WHERE s.name OPERATOR(pg_catalog.=) ANY
+              (ARRAY['max_parallel_workers', 'max_parallel_workers_per_gather']::pg_catalog.text[])
+          AND s.reset_val OPERATOR(pg_catalog.=) '0')
 """
+
+#: A counted connection's startup options (libpq's ``options``): parallel query off as the
+#: session's own value, the one ``RESET`` restores, so a routine's ``RESET ALL`` (or ``SET ...
+#: TO DEFAULT``, or an ``EXCEPTION`` block's rollback) leaves it off. A ``SET LOCAL`` alone was
+#: undone by ``RESET ALL`` with no setting named, and the reads after it ran in parallel
+#: workers the counters never see (the fifty-fifth re-probe's B1); a list of the spellings of
+#: a reset grew each round, the session's own value needs none.
+SERIAL_OPTIONS = ("-c max_parallel_workers_per_gather=0 -c max_parallel_workers=0 "
+                  "-c parallel_leader_participation=on")
 
 #: What could turn parallel query back on (or ``track_counts`` off) while a counted statement
 #: runs: the first of the database's routines with a ``SET`` clause of a blinding setting (a
@@ -136,11 +150,12 @@ SELECT pg_catalog.set_config('max_parallel_workers_per_gather', '0', true),
 #: ``track_counts`` itself (PostgreSQL 15's parameter privileges). Read once a source, as the
 #: other catalog readings are: a read-only role cannot change the answer.
 _BLINDERS_SQL = """
-SELECT r.routine, r.text, r.hit, {privileged}
+SELECT r.routine, r.text, r.hit, {privileged}, r.reset
 FROM (SELECT 1) AS one LEFT JOIN (
   SELECT n.nspname::pg_catalog.text OPERATOR(pg_catalog.||) '.'
            OPERATOR(pg_catalog.||) p.proname::pg_catalog.text AS routine, b.hit,
-         CASE WHEN b.hit THEN NULL ELSE b.body END AS text
+         CASE WHEN b.hit THEN NULL ELSE b.body END AS text,
+         t.body OPERATOR(pg_catalog.~*) '{reset}' AS reset
   FROM pg_catalog.pg_proc p
   JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
   CROSS JOIN LATERAL (
@@ -152,23 +167,28 @@ FROM (SELECT 1) AS one LEFT JOIN (
            OR t.config OPERATOR(pg_catalog.~*) '{words}' AS hit,
            t.body) AS b
   WHERE p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
-    AND (b.hit OR t.body OPERATOR(pg_catalog.~*) 'u&')
+    AND (b.hit OR t.body OPERATOR(pg_catalog.~*) 'u&'
+         OR t.body OPERATOR(pg_catalog.~*) '{reset}')
   UNION ALL
   SELECT 'aggregate ' OPERATOR(pg_catalog.||) a.aggfnoid::pg_catalog.regproc::pg_catalog.text
            OPERATOR(pg_catalog.||) ' calls ' OPERATOR(pg_catalog.||) f.proname::pg_catalog.text,
-         true, NULL
+         true, NULL, false
   FROM pg_catalog.pg_aggregate a JOIN pg_catalog.pg_proc f ON f.oid OPERATOR(pg_catalog.=) ANY
     (ARRAY[a.aggtransfn, a.aggfinalfn, a.aggcombinefn, a.aggmtransfn, a.aggminvtransfn,
            a.aggmfinalfn]::pg_catalog.oid[])
   WHERE a.aggfnoid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
     AND f.proname::pg_catalog.text OPERATOR(pg_catalog.~*) '{words}'
   UNION ALL
-  SELECT e.what, true, NULL FROM ({expressions}) AS e
+  SELECT e.what, true, NULL, false FROM ({expressions}) AS e
   WHERE e.t OPERATOR(pg_catalog.~*) '{words}'
 ) AS r ON true
 ORDER BY 1
 """
-_WORDS = "|".join((*_BLINDING, "set_config", r"\mreset\M.*\mall\M"))
+#: A routine whose text says ``RESET ALL`` blinds only a session whose own values of parallel
+#: query are on (:data:`SERIAL_OPTIONS` not applied: a driver without libpq's options, a
+#: pooler that drops them).
+_RESET_WORDS = r"\mreset\M.*\mall\M"
+_WORDS = "|".join((*_BLINDING, "set_config"))
 #: A Unicode-escaped name or string of a body, and a ``UESCAPE`` clause's character: such a
 #: name may spell a blinding setting (``SET LOCAL U&"max\005fparallel\005fworkers" = 8`` ran a
 #: routine's reads in a parallel worker and no read was counted: the fifty-fourth re-probe's
@@ -184,25 +204,44 @@ def blinders_sql(parameter_privileges: bool) -> str:
     privileges."""
     privileged = ("pg_catalog.has_parameter_privilege('track_counts', 'SET')"
                   if parameter_privileges else "false")
-    return _BLINDERS_SQL.format(words=_WORDS, privileged=privileged, expressions=EXPRESSIONS)
+    return _BLINDERS_SQL.format(words=_WORDS, privileged=privileged, expressions=EXPRESSIONS,
+                                reset=_RESET_WORDS)
 
 
-def blinders(rows: Callable[[str], Sequence[Sequence[Any]]], parameter_privileges: bool) -> str:
-    """Why the counts could be blinded on this database and role ("" when nothing could):
-    what :func:`serial` raises."""
+class Blinders(NamedTuple):
+    """Why the counts could be blinded on a database and role ("" where nothing could)."""
+
+    #: in any session
+    always: str
+    #: in a session whose own values of parallel query are on (:data:`SERIAL_OPTIONS` not
+    #: applied): a routine's ``RESET ALL`` restores them
+    unpinned: str = ""
+
+
+def blinders(rows: Callable[[str], Sequence[Sequence[Any]]],
+             parameter_privileges: bool) -> Blinders:
+    """Why the counts could be blinded on this database and role: what :func:`serial`
+    raises."""
     found = list(rows(blinders_sql(parameter_privileges)))
-    for routine, text, hit, _ in found:
-        if routine is not None and (hit or escaped_blinder(str(text or ""))):
-            what = f"the database's {routine}" if " " in routine else \
-                f"the database's routine {routine}()"
-            return (f"{what} may change a setting the counts "
-                    f"depend on ({', '.join(_BLINDING)}, by its SET clause, by name, by a "
-                    "Unicode-escaped name or through set_config): what it reads might not be "
-                    "counted")
-    if any(privileged for *_, privileged in found):
-        return ("the role may SET track_counts (a parameter privilege): a query could "
-                "turn the counts off")
-    return ""
+    reset = ""
+    for routine, text, hit, _, resets in found:
+        if routine is None:
+            continue
+        what = f"the database's {routine}" if " " in routine else \
+            f"the database's routine {routine}()"
+        if hit or escaped_blinder(str(text or "")):
+            return Blinders(f"{what} may change a setting the counts "
+                            f"depend on ({', '.join(_BLINDING)}, by its SET clause, by name, by "
+                            "a Unicode-escaped name or through set_config): what it reads might "
+                            "not be counted")
+        if resets and not reset:
+            reset = (f"{what} runs RESET ALL, and the session's own values of parallel query "
+                     "are not off (its connection was opened without the startup options "
+                     f"{SERIAL_OPTIONS!r}): what it reads after it might not be counted")
+    if any(privileged for _, _, _, privileged, _ in found):
+        return Blinders("the role may SET track_counts (a parameter privilege): a query could "
+                        "turn the counts off")
+    return Blinders("", reset)
 
 
 #: Parallel query still off, and the counts on, after a counted statement: a routine's
@@ -245,9 +284,11 @@ def escaped_blinder(text: str) -> bool:
     return False
 
 
-def serial(rows: Callable[[str], Sequence[Sequence[Any]]], blinded: str) -> None:
+def serial(rows: Callable[[str], Sequence[Sequence[Any]]], blinded: Blinders) -> None:
     """Parallel query off for the transaction's counted statements; raises
     :class:`CountsOff` with ``blinded`` (:func:`blinders`) when the counts could be blinded."""
-    if blinded:
-        raise CountsOff(blinded)
-    rows(SERIAL_SQL)
+    if blinded.always:
+        raise CountsOff(blinded.always)
+    pinned = [int(r[2]) for r in rows(SERIAL_SQL)] == [2]
+    if blinded.unpinned and not pinned:
+        raise CountsOff(blinded.unpinned)

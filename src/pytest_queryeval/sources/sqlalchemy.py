@@ -219,7 +219,7 @@ class SqlAlchemySource(SourceDefaults):
         self._volatile_views: dict[str, str] | None = None
         #: Why the backend's counts could be blinded here ("" when nothing could; None before
         #: it was read: :func:`.pgreads.blinders`).
-        self._blinded: str | None = None
+        self._blinded: pgreads.Blinders | None = None
         #: The session-start capability report was given (once per source).
         self._reported = False
         raw = [m["pw"] for m in (*_URL_PASSWORD.finditer(url), *_QUERY_PASSWORD.finditer(url))]
@@ -228,6 +228,8 @@ class SqlAlchemySource(SourceDefaults):
                                                           quote_plus(unquote(pw))) if s},
                                key=len, reverse=True)
         self._engine_obj: Engine | None = None
+        #: The pool of an agent case's counted statements (:meth:`_engine`).
+        self._counted_obj: Engine | None = None
         self._lock = threading.Lock()
         self.backend = url.split("://", 1)[0].split("+", 1)[0].lower()
         self.dialect = sqlglot_dialect(self.backend)
@@ -269,13 +271,21 @@ class SqlAlchemySource(SourceDefaults):
 
     # -- engine -------------------------------------------------------------------------------
 
-    def _engine(self) -> Any:
+    def _engine(self, counted: bool = False) -> Any:
+        """The source's pool; with ``counted``, on PostgreSQL, the pool of an agent case's
+        counted statements, whose sessions start with parallel query off
+        (:data:`.pgreads.SERIAL_OPTIONS`): gold queries and predictions outside agent cases
+        keep the database's own parallel plans."""
         with self._lock:
             if self._engine_obj is None:
                 self._engine_obj = self._create_engine()
-            return self._engine_obj
+            if not counted or self._engine_obj.dialect.name != "postgresql":
+                return self._engine_obj
+            if self._counted_obj is None:
+                self._counted_obj = self._create_engine(pgreads.SERIAL_OPTIONS)
+            return self._counted_obj
 
-    def _create_engine(self) -> Any:
+    def _create_engine(self, startup: str = "") -> Any:
         try:
             import sqlalchemy
             from sqlalchemy.engine import make_url
@@ -294,6 +304,11 @@ class SqlAlchemySource(SourceDefaults):
         if url.get_backend_name() == "sqlite":
             options = {}
         options.update(self.engine_options)
+        if startup:  # libpq's options, after the URL's and the user's own (the last -c wins)
+            connect = dict(options.get("connect_args") or {})
+            given = [str(connect.get("options") or url.query.get("options") or "")]
+            connect["options"] = " ".join(o for o in (*given, startup) if o)
+            options["connect_args"] = connect
         try:
             return sqlalchemy.create_engine(url, **options)
         except ImportError as e:
@@ -308,9 +323,10 @@ class SqlAlchemySource(SourceDefaults):
         sandbox worker built for it (the worker outlives a session run in-process, and an
         idle session left on a PostgreSQL database keeps it from being cloned as a template)."""
         with self._lock:
-            if self._engine_obj is not None:
-                self._engine_obj.dispose()
-                self._engine_obj = None
+            for engine in (self._engine_obj, self._counted_obj):
+                if engine is not None:
+                    engine.dispose()
+            self._engine_obj = self._counted_obj = None
             box, self._box = self._box, None
         if box is not None and box.pid is not None:
             with contextlib.suppress(Exception):  # a dead worker holds no connection
@@ -431,7 +447,7 @@ class SqlAlchemySource(SourceDefaults):
         that fails after reading tables is :class:`PartlyRead` with them."""
         from sqlalchemy import exc
 
-        conn = self._checked_connection()
+        conn = self._checked_connection(counted=True)
         start = time.perf_counter()
         before: dict[str, int] | None = None
         try:
@@ -458,7 +474,7 @@ class SqlAlchemySource(SourceDefaults):
         PostgreSQL query calls, to be vetted by the server (None: a trusted query);
         ``counted``: the tables it reads are counted (:mod:`.pgreads`, an agent case's;
         four more round trips, so not for every prediction)."""
-        conn = self._checked_connection()
+        conn = self._checked_connection(counted)
         from sqlalchemy import exc
 
         fired = threading.Event()
@@ -531,10 +547,11 @@ class SqlAlchemySource(SourceDefaults):
             return before, _sqlite_authorized(conn)
         return before, None
 
-    def _checked_connection(self) -> Connection:
+    def _checked_connection(self, counted: bool = False) -> Connection:
         """A pooled connection whose role was checked once per source: a privileged role is
-        refused before any prediction runs on it, and the connection goes back rolled back."""
-        engine = self._engine()
+        refused before any prediction runs on it, and the connection goes back rolled back;
+        ``counted``: from the counted statements' pool (:meth:`_engine`)."""
+        engine = self._engine(counted)
         from sqlalchemy import exc
 
         try:
@@ -710,7 +727,7 @@ class SqlAlchemySource(SourceDefaults):
             self._routines = list(conn.execute(text(ROUTINES_SQL)).all())
         return self._routines
 
-    def _blinded_of(self, conn: Connection) -> str:
+    def _blinded_of(self, conn: Connection) -> pgreads.Blinders:
         """Why the counts could be blinded on this database and role (read once:
         :func:`.pgreads.blinders`)."""
         if self._blinded is None:
@@ -1213,7 +1230,7 @@ def _plan_relations(plan: object) -> frozenset[str]:
     return frozenset(names)
 
 
-def _counters_before(conn: Connection, blinded: str) -> dict[str, int]:
+def _counters_before(conn: Connection, blinded: pgreads.Blinders) -> dict[str, int]:
     """The backend's counts of table reads so far (:func:`.pgreads.counters`), parallel
     query off (:func:`.pgreads.serial`; ``blinded``, why the counts could be blinded, is
     raised), and a savepoint for the statement counted after them (:func:`_counted_after`)."""
