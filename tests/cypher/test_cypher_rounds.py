@@ -10,6 +10,7 @@ import pytest
 from pytest_queryeval.errors import QueryRefused
 from tests.cypher import test_cypher_fiftieth as fiftieth
 from tests.cypher import test_cypher_fiftyfourth as fiftyfourth
+from tests.cypher import test_cypher_fiftyseventh as fiftyseventh
 from tests.cypher import test_cypher_fiftysixth as fiftysixth
 from tests.cypher import test_cypher_fiftythird as fiftythird
 from tests.cypher import test_cypher_fortyeighth as fortyeighth
@@ -28,7 +29,7 @@ ROUNDS = {"thirtyninth": thirtyninth, "fortyfirst": fortyfirst, "fortythird": fo
           "fortysixth": fortysixth, "fortyseventh": fortyseventh, "fortyeighth": fortyeighth,
           "fortyninth": fortyninth, "fiftieth": fiftieth,
           "fiftythird": fiftythird, "fiftyfourth": fiftyfourth,
-          "fiftysixth": fiftysixth}
+          "fiftysixth": fiftysixth, "fiftyseventh": fiftyseventh}
 _REFUSED = [(round_, name) for round_, module in ROUNDS.items() for name in sorted(module.REFUSED)]
 _SENT = [(round_, k) for round_, module in ROUNDS.items() for k in range(len(module.SENT))]
 
