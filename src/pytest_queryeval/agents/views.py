@@ -539,6 +539,8 @@ def _body_reads(body: str, how: str | None, dialect: str | None) -> set[str]:
                 for text in bare for m in _QUALIFIED.findall(text)}
         if "search_path" in words or any(_SET_SCHEMA.search(text) for text in bare):
             out.add(EVERY_TABLE)  # a path set in the body: any schema's names (H1, S2)
+    if how not in _WORD_BODIES and "search_path" in body.lower():
+        out.add(EVERY_TABLE)  # set_config('search_path', ...) in a SQL body or default (57a S6)
     if how in _WORD_BODIES and statistics_call(body):  # (O22: pg_stat_get_live_tuples(...))
         out.add(EVERY_TABLE)
     runs_text = (SQL_TEXT_FUNCTIONS | TABLE_BY_NAME_FUNCTIONS

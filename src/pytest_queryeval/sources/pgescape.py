@@ -28,6 +28,8 @@ __all__ = [
     "EXTENSION_MEMBER",
     "MAY_EXECUTE",
     "REVOCABLE_KINDS",
+    "TEXT",
+    "TREES",
     "TYPE_MEMBER",
     "escapes_found",
 ]
@@ -132,9 +134,12 @@ _AFTER_INITDB = AFTER_INITDB
 _SIGNALS = "pg_(terminate|cancel)_backend"
 #: Routine ``{q}``'s text: its body, or a ``BEGIN ATOMIC`` body's definition (its ``prosrc``
 #: is empty: such a state function calling ``pg_terminate_backend`` outright was no
-#: signalling routine, the forty-ninth re-probe's K2).
-_TEXT = ("CASE WHEN {q}.prosqlbody IS NULL THEN {q}.prosrc "
-         "ELSE pg_catalog.pg_get_functiondef({q}.oid) END")
+#: signalling routine, the forty-ninth re-probe's K2), and its parameters' defaults, which a
+#: call without those arguments runs (``a text DEFAULT pg_catalog.set_config(...)``: the
+#: fifty-seventh re-probe's B3, Y1).
+TEXT = ("pg_catalog.concat_ws(' ', CASE WHEN {q}.prosqlbody IS NULL THEN {q}.prosrc "
+         "ELSE pg_catalog.pg_get_functiondef({q}.oid) END, "
+         "pg_catalog.pg_get_expr({q}.proargdefaults, 0))")
 #: The role may execute a signal builtin.
 _MAY_SIGNAL = ("EXISTS (SELECT 1 FROM pg_catalog.pg_proc s WHERE s.oid OPERATOR(pg_catalog.<) "
                "16384::pg_catalog.oid AND s.proname OPERATOR(pg_catalog.~) "
@@ -166,6 +171,41 @@ EXPRESSIONS = """
            pg_catalog.pg_get_indexdef(i.indexrelid)
     FROM pg_catalog.pg_index i WHERE i.indexrelid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
 """
+#: The database's stored expression trees, each as (the catalog, the object, its tree as
+#: text): a routine's parameter defaults and ``BEGIN ATOMIC`` body, column and domain
+#: defaults, constraints, index expressions and predicates, policies, rules (a view's
+#: query), trigger conditions, statistics and partition key expressions. A call in any of
+#: them is ``{FUNCEXPR :funcid <oid> ...}`` however it was spelled, so a builtin is found
+#: by its oid where the texts above would need each spelling of its name (a parameter's
+#: ``DEFAULT pg_catalog.set_config(...)`` was in no text read: the fifty-seventh re-probe's
+#: B3).
+TREES = """
+    SELECT 'pg_catalog.pg_proc'::pg_catalog.regclass AS cls, p.oid AS obj,
+           pg_catalog.concat_ws(' ', p.proargdefaults::pg_catalog.text,
+                                p.prosqlbody::pg_catalog.text) AS tree
+    FROM pg_catalog.pg_proc p
+    UNION ALL SELECT 'pg_catalog.pg_attrdef'::pg_catalog.regclass, d.oid, d.adbin::pg_catalog.text
+    FROM pg_catalog.pg_attrdef d
+    UNION ALL SELECT 'pg_catalog.pg_constraint'::pg_catalog.regclass, n.oid,
+           n.conbin::pg_catalog.text FROM pg_catalog.pg_constraint n
+    UNION ALL SELECT 'pg_catalog.pg_class'::pg_catalog.regclass, i.indexrelid,
+           pg_catalog.concat_ws(' ', i.indexprs::pg_catalog.text, i.indpred::pg_catalog.text)
+    FROM pg_catalog.pg_index i
+    UNION ALL SELECT 'pg_catalog.pg_policy'::pg_catalog.regclass, o.oid,
+           pg_catalog.concat_ws(' ', o.polqual::pg_catalog.text, o.polwithcheck::pg_catalog.text)
+    FROM pg_catalog.pg_policy o
+    UNION ALL SELECT 'pg_catalog.pg_rewrite'::pg_catalog.regclass, r.oid,
+           pg_catalog.concat_ws(' ', r.ev_qual::pg_catalog.text, r.ev_action::pg_catalog.text)
+    FROM pg_catalog.pg_rewrite r
+    UNION ALL SELECT 'pg_catalog.pg_trigger'::pg_catalog.regclass, g.oid,
+           g.tgqual::pg_catalog.text FROM pg_catalog.pg_trigger g
+    UNION ALL SELECT 'pg_catalog.pg_type'::pg_catalog.regclass, t.oid,
+           t.typdefaultbin::pg_catalog.text FROM pg_catalog.pg_type t
+    UNION ALL SELECT 'pg_catalog.pg_statistic_ext'::pg_catalog.regclass, x.oid,
+           x.stxexprs::pg_catalog.text FROM pg_catalog.pg_statistic_ext x
+    UNION ALL SELECT 'pg_catalog.pg_class'::pg_catalog.regclass, k.partrelid,
+           k.partexprs::pg_catalog.text FROM pg_catalog.pg_partitioned_table k
+"""
 #: A body that may name them where no text does: a statement built at run time (``EXECUTE
 #: 'SELECT pg_' || 'terminate' || ...`` in an aggregate's state function ended another session:
 #: the forty-eighth re-probe's S2), a builtin running SQL given as text, a Unicode-escaped name.
@@ -176,7 +216,7 @@ _BUILT = ("\\mexecute\\M|query_to_xml|cursor_to_xml|ts_stat|ts_rewrite|crosstab|
 #: them and no route of :mod:`.pgroutes` leading there (:data:`_UNROUTED`: an aggregate's, an
 #: operator class's), and their callees: a view, a domain, an index, an operator, a cast or a
 #: query naming such a routine is refused where the query runs.
-_BUILT_BY = (f"(({_TEXT}) OPERATOR(pg_catalog.~*) '{_BUILT}' OR {{q}}.prolang "
+_BUILT_BY = (f"(({TEXT}) OPERATOR(pg_catalog.~*) '{_BUILT}' OR {{q}}.prolang "
              "OPERATOR(pg_catalog.<>) ALL (SELECT l.oid FROM pg_catalog.pg_language l WHERE "
              "l.lanname OPERATOR(pg_catalog.=) ANY "
              "(ARRAY['sql', 'plpgsql', 'internal', 'c']::pg_catalog.name[])))")
@@ -268,13 +308,13 @@ SELECT kind, name, count(*) OVER (PARTITION BY kind) FROM (
   SELECT 7, 'signalling', p.oid::pg_catalog.regprocedure::pg_catalog.text
   FROM pg_catalog.pg_proc p
   WHERE p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
-    AND ({_TEXT.format(q='p')} OPERATOR(pg_catalog.~*) '{_SIGNALS}'
+    AND ({TEXT.format(q='p')} OPERATOR(pg_catalog.~*) '{_SIGNALS}'
          OR (p.oid OPERATOR(pg_catalog.=) ANY (ARRAY{_UNROUTED})
              AND ({_BUILT_BY.format(q='p')} OR EXISTS (
                SELECT 1 FROM pg_catalog.pg_proc q
                WHERE q.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
                  AND {_BUILT_BY.format(q='q')}
-                 AND pg_catalog.strpos(pg_catalog.lower({_TEXT.format(q='p')}),
+                 AND pg_catalog.strpos(pg_catalog.lower({TEXT.format(q='p')}),
                                        pg_catalog.lower(q.proname::pg_catalog.text))
                      OPERATOR(pg_catalog.>) 0))))
     AND {_MAY_SIGNAL}

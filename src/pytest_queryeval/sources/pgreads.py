@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any, NamedTuple
 
-from .pgescape import EXPRESSIONS
+from .pgescape import EXPRESSIONS, TEXT, TREES
 
 __all__ = ["COUNTING", "SAVEPOINT", "SERIAL_OPTIONS", "Blinders", "blinders", "counted",
            "counters", "serial", "still_serial", "touched"]
@@ -149,7 +149,7 @@ SERIAL_OPTIONS = ("-c max_parallel_workers_per_gather=0 -c max_parallel_workers=
 #: off``, and every count was 0). ``{privileged}`` is where the role may set
 #: ``track_counts`` itself (PostgreSQL 15's parameter privileges). Read once a source, as the
 #: other catalog readings are: a read-only role cannot change the answer.
-_BLINDERS_SQL = """
+_BLINDERS_SQL = r"""
 SELECT r.routine, r.text, r.hit, {privileged}, r.reset
 FROM (SELECT 1) AS one LEFT JOIN (
   SELECT n.nspname::pg_catalog.text OPERATOR(pg_catalog.||) '.'
@@ -159,8 +159,7 @@ FROM (SELECT 1) AS one LEFT JOIN (
   FROM pg_catalog.pg_proc p
   JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
   CROSS JOIN LATERAL (
-    SELECT (CASE WHEN p.prosqlbody IS NULL THEN p.prosrc
-                 ELSE pg_catalog.pg_get_functiondef(p.oid) END) AS body,
+    SELECT {text} AS body,
            pg_catalog.array_to_string(p.proconfig, ' ') AS config) AS t
   CROSS JOIN LATERAL (
     SELECT t.body OPERATOR(pg_catalog.~*) '{words}'
@@ -181,6 +180,13 @@ FROM (SELECT 1) AS one LEFT JOIN (
   UNION ALL
   SELECT e.what, true, NULL, false FROM ({expressions}) AS e
   WHERE e.t OPERATOR(pg_catalog.~*) '{words}'
+  UNION ALL
+  SELECT pg_catalog.pg_describe_object(s.cls, s.obj, 0), true, NULL, false
+  FROM ({trees}) AS s
+  WHERE s.obj OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+    AND s.tree OPERATOR(pg_catalog.~) (':funcid ' OPERATOR(pg_catalog.||)
+        'pg_catalog.set_config(text,text,boolean)'::pg_catalog.regprocedure::pg_catalog.oid
+        ::pg_catalog.text OPERATOR(pg_catalog.||) '\M')
 ) AS r ON true
 ORDER BY 1
 """
@@ -205,7 +211,7 @@ def blinders_sql(parameter_privileges: bool) -> str:
     privileged = ("pg_catalog.has_parameter_privilege('track_counts', 'SET')"
                   if parameter_privileges else "false")
     return _BLINDERS_SQL.format(words=_WORDS, privileged=privileged, expressions=EXPRESSIONS,
-                                reset=_RESET_WORDS)
+                                reset=_RESET_WORDS, text=TEXT.format(q="p"), trees=TREES)
 
 
 class Blinders(NamedTuple):
