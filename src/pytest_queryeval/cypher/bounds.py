@@ -660,13 +660,11 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
     the ``MATCH`` clauses (``factors``: :func:`_products`) and the lists the text does not
     count make at least when it counts more than one (the forty-eighth re-probe's H3).
     ``unwound``: :func:`_unwound_names`; ``stated``: :func:`_stated_sizes`."""
-    out: list[int] = []
-    counted: list[bool] = []
-    least: list[int] = []
+    out, counted, least = [], [], []
     rows, matched, depth, aggregated, exact, floor = 1, False, 0, False, True, 1
     matches = 1  # what the MATCH clauses make at least (:func:`_matched_at_least`)
     collected: dict[str, int] = {}  # a name a collect() bound: the rows it gathered at least
-    subs = _Subqueries[tuple[int, int]](code, _scopes(code), _least_order, lambda a, _: a)
+    subs = _Subqueries(code, _scopes(code), _least_order, _branch)
     for i, tok in enumerate(code):
         floor, matches = subs.step(i, (floor, matches))
         if tok.kind == "punct" and tok.text in _OPEN:
@@ -707,6 +705,22 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
         # beside rows the text counts (H3); alone, a guess no sort here is refused for
         least.append(floor * matches if floor > 1 else floor)
     return out, counted, least
+
+
+def _branch(state: tuple[int, int], _outer: tuple[int, int]) -> tuple[int, int]:
+    """Past a subquery, the (floor, matches) state of its largest branch."""
+    return state
+
+
+def _degree_order(state: tuple[int, frozenset[str]]) -> tuple[int, ...]:
+    """A (degree, bound names) state's order (:func:`_products`)."""
+    return (state[0],)
+
+
+def _with_outer_names(state: tuple[int, frozenset[str]], outer: tuple[int, frozenset[str]]
+                      ) -> tuple[int, frozenset[str]]:
+    """Past a subquery, its largest branch's degree, with the names bound before it."""
+    return state[0], state[1] | outer[1]
 
 
 def _least_order(state: tuple[int, int]) -> tuple[int, ...]:
@@ -2655,23 +2669,19 @@ def _products(code: Sequence[Token], scopes: list[tuple[int, ...]],
     """For each token, how many patterns matched so far share no variable with one bound
     before them (``MATCH (a), (b)`` two; ``MATCH (a) MATCH (a)-->(b)`` one): the rows are a
     product of that many of the graph's matches, and each variable-length segment of a
-    pattern past its first multiplies them as one more. A ``WITH`` keeps the names it projects (all
-    of them for ``WITH *``), one that aggregates alone starts again from one row, and so
-    does a ``UNION``. ``factors``, when given, gets each ``MATCH``'s rows at least, by the
-    index of its word (:func:`_pattern_factor`)."""
+    pattern past its first multiplies them as one more. A ``WITH`` keeps the names it projects
+    (all for ``WITH *``), one that aggregates alone starts again from one row, as does a
+    ``UNION`` (:class:`_Subqueries`). ``factors`` gets each ``MATCH``'s rows at least."""
     out: list[int] = []
-    bound: set[str] = set()
+    bound: frozenset[str] = frozenset()
     names: set[str] | None = None  # the variables of the pattern being read
     degree, clause, segments = 0, "", 0  # segments: the pattern's variable-length ones
     match, start, unwinds, anchor = 0, 0, 0, ""  # the MATCH, its pattern, the UNWINDs so far
-    subs = _Subqueries[tuple[int, frozenset[str]]](
-        code, scopes, lambda state: (state[0],), lambda a, outer: (a[0], a[1] | outer[1]))
+    subs = _Subqueries(code, scopes, _degree_order, _with_outer_names)
     for i, tok in enumerate(code):
         word = _keyword(code, i)
         level = _query_level(code, scopes, i)
-        if tok.text in ("{", "}"):
-            degree, held = subs.step(i, (degree, frozenset(bound)))
-            bound = set(held)
+        degree, bound = subs.step(i, (degree, bound))
         if names is not None and level and (word in _CLAUSES or tok.text == ","):
             # each variable-length segment multiplies the rows as a pattern beside it does
             # (1 segment 314 rows of the 13-node graph, 2: 7,610, 3: 185,162): four sorted
@@ -2689,8 +2699,7 @@ def _products(code: Sequence[Token], scopes: list[tuple[int, ...]],
             clause = "MATCH" if word == "OPTIONAL" else word
         unwinds += word == "UNWIND"
         if level and word == "UNION":
-            degree, held = subs.restart(i, (degree, frozenset(bound)), (0, frozenset()))
-            bound = set(held)
+            degree, bound = subs.restart(i, (degree, bound), (0, frozenset()))
         elif level and word == "UNWIND" and ranges is not None \
                 and _unwound(code, ranges, i + 1) is None:
             degree += 1  # a list the text does not size: its values multiply the rows
@@ -2704,7 +2713,7 @@ def _products(code: Sequence[Token], scopes: list[tuple[int, ...]],
             if _aggregates_only(code, i + 1):  # one row (per outer row in a subquery: R2)
                 degree = (subs.outer(i) or (0, frozenset()))[0]
             if not (i + 1 < len(code) and code[i + 1].text == "*"):
-                bound = _projected_names(code, scopes, i + 1, _clause_end(code, scopes, i + 1))
+                bound = frozenset(_projected_names(code, scopes, i + 1, _clause_end(code, scopes, i + 1)))
         if level and clause == "MATCH" and (word == "MATCH" or tok.text == ","):
             names, start = set(), i + 1
             match = i if word == "MATCH" else match
