@@ -6,7 +6,7 @@ RETURN 0 AS k } UNWIND range(1,30) ...``) left 30 rows to the floor, and 3,000,0
 sorted; R2, an aggregating ``WITH`` in one (``MATCH (a), (b), (c), (d) CALL { MATCH (x) WITH
 count(x) AS c RETURN c } MATCH (e), (f)``) left two patterns of six. Each held a 3 s server 5
 to 8 s and the next cases' golds timed out. A subquery's branch now starts from its outer
-rows, and past it the rows are at least its largest branch's. And L1 (LOW): a name bound to
+rows, and past it the rows are its branches' summed (or its largest branch's). And L1 (LOW): a name bound to
 ``type(r)`` was a key that may hold several values (refused beside a ``LIMIT``; the
 fifty-sixth's L3 too).
 """
@@ -36,6 +36,10 @@ REFUSED = {
         "CALL { MATCH (a), (b), (c), (d), (e), (f) WHERE id(f) < 8 "
         f"RETURN {_IDS} AS z UNION ALL RETURN 0 AS z }} "
         "WITH z, (z * 7919) % 1000003 AS y ORDER BY y, z DESC RETURN count(*) AS n", _PRODUCT),
+    "r1-many-branches-summed": (
+        "CALL { " + " UNION ALL ".join(f"UNWIND range(1,99999) AS k RETURN k + {n} AS k"
+                                       for n in range(10))
+        + " } WITH k, (k * 7919) % 1000003 AS z ORDER BY z RETURN count(*) AS n", _COUNTS),
     "r2-aggregating-in-a-subquery": (
         "MATCH (a), (b), (c), (d) CALL { MATCH (x) WITH count(x) AS cnt RETURN cnt } "
         f"MATCH (e), (f) WHERE id(f) < 11 WITH {_IDS} AS z "
@@ -49,6 +53,10 @@ SENT = [
     "CALL { MATCH (m:Movie) RETURN m.title AS t UNION MATCH (p:Person) RETURN p.name AS t } "
     "RETURN t ORDER BY t",
     "UNWIND range(1,1000) AS k CALL { RETURN 1 AS x UNION RETURN 2 AS x } RETURN k, x ORDER BY k",
+    "UNWIND range(1,1000) AS k CALL { RETURN 1 AS x UNION ALL RETURN 2 AS x UNION ALL "
+    "RETURN 3 AS x } RETURN k, x ORDER BY k",
+    "CALL { MATCH (m:Movie) RETURN m.title AS t UNION ALL MATCH (p:Person) RETURN p.name AS t } "
+    "RETURN t ORDER BY t",
     "MATCH (m:Movie) CALL { WITH m MATCH (m)<-[:ACTED_IN]-(p) RETURN p.name AS who UNION "
     "WITH m MATCH (m)<-[:DIRECTED]-(p) RETURN p.name AS who } RETURN m.title AS t, who "
     "ORDER BY t, who",

@@ -9,6 +9,7 @@ import pytest
 
 from pytest_queryeval.errors import QueryRefused
 from tests.cypher import test_cypher_fiftieth as fiftieth
+from tests.cypher import test_cypher_fiftyeighth as fiftyeighth
 from tests.cypher import test_cypher_fiftyfourth as fiftyfourth
 from tests.cypher import test_cypher_fiftyseventh as fiftyseventh
 from tests.cypher import test_cypher_fiftysixth as fiftysixth
@@ -29,7 +30,8 @@ ROUNDS = {"thirtyninth": thirtyninth, "fortyfirst": fortyfirst, "fortythird": fo
           "fortysixth": fortysixth, "fortyseventh": fortyseventh, "fortyeighth": fortyeighth,
           "fortyninth": fortyninth, "fiftieth": fiftieth,
           "fiftythird": fiftythird, "fiftyfourth": fiftyfourth,
-          "fiftysixth": fiftysixth, "fiftyseventh": fiftyseventh}
+          "fiftysixth": fiftysixth, "fiftyseventh": fiftyseventh,
+          "fiftyeighth": fiftyeighth}
 _REFUSED = [(round_, name) for round_, module in ROUNDS.items() for name in sorted(module.REFUSED)]
 _SENT = [(round_, k) for round_, module in ROUNDS.items() for k in range(len(module.SENT))]
 

@@ -599,32 +599,29 @@ _PATTERN_ENDS = frozenset({"WHERE", "WITH", "RETURN", "MATCH", "OPTIONAL", "UNWI
 
 class _Subqueries(Generic[_S]):
     """The ``CALL { ... }`` subqueries open at a token, each with the state (of a count) its
-    outer rows had at its opening and its largest ``UNION`` branch so far. A ``UNION`` or an
-    aggregating ``WITH`` inside one starts again from its outer rows, not from one row, and
-    past it the rows are at least its largest branch's: ``CALL { UNWIND range(1,100000) AS k
-    RETURN k UNION ALL RETURN 0 AS k } UNWIND range(1,30) ...`` sorted 3,000,030 rows taken
-    for 30 and held a 3 s server 8 s, and ``MATCH (a), (b), (c), (d) CALL { MATCH (x) WITH
-    count(x) AS c RETURN c } MATCH (e), (f) ...`` six patterns taken for two (the
-    fifty-seventh re-probe's R1, R2). ``size`` orders the states; ``merge`` makes the state
-    past a subquery from its largest branch's and its outer one."""
+    outer rows had at its opening and the states its ``UNION`` branches ended with. A
+    ``UNION`` or an aggregating ``WITH`` inside one starts again from its outer rows, not from
+    one row, and past it the rows are its branches' (``merge``: their sum, or the largest's):
+    ``CALL { UNWIND range(1,100000) AS k RETURN k UNION ALL RETURN 0 AS k }
+    UNWIND range(1,30) ...`` sorted 3,000,030 rows taken for 30 and held a 3 s server 8 s,
+    and ``MATCH (a), (b), (c), (d) CALL { MATCH (x) WITH count(x) AS c RETURN c } MATCH (e),
+    (f) ...`` six patterns taken for two (the fifty-seventh re-probe's R1, R2)."""
 
     def __init__(self, code: Sequence[Token], scopes: list[tuple[int, ...]],
-                 size: Callable[[_S], tuple[int, ...]], merge: Callable[[_S, _S], _S]) -> None:
-        self._code, self._scopes, self._size, self._merge = code, scopes, size, merge
-        self._open: list[tuple[int, _S, _S | None]] = []  # its brace, outer state, largest
+                 merge: Callable[[list[_S], _S], _S]) -> None:
+        self._code, self._scopes, self._merge = code, scopes, merge
+        self._open: list[tuple[int, _S, list[_S]]] = []  # brace, outer state, branches ended
 
     def step(self, i: int, state: _S) -> _S:
-        """The state at ``code[i]``: a subquery opened there, or closed (its largest branch's
-        state where larger)."""
+        """The state at ``code[i]``: a subquery opened there, or closed (its branches')."""
         tok = self._code[i]
         if tok.kind == "punct" and tok.text == "{" and i and self._code[i - 1].kind == "word" \
                 and self._code[i - 1].text.upper() == "CALL":
-            self._open.append((i, state, None))
+            self._open.append((i, state, []))
         elif tok.kind == "punct" and tok.text == "}" and self._open \
                 and _opening(self._scopes, i) == self._open[-1][0]:
-            _, outer, best = self._open.pop()
-            chosen = best if best is not None and self._size(best) > self._size(state) else state
-            return self._merge(chosen, outer)
+            _, outer, ended = self._open.pop()
+            return self._merge([*ended, state], outer)
         return state
 
     def outer(self, i: int) -> _S | None:
@@ -639,9 +636,8 @@ class _Subqueries(Generic[_S]):
         subquery's outer rows, or ``fresh`` at the query's own level."""
         if (outer := self.outer(i)) is None:
             return fresh
-        brace, _, best = self._open[-1]
-        if best is None or self._size(state) > self._size(best):
-            self._open[-1] = (brace, outer, state)
+        brace, _, ended = self._open[-1]
+        self._open[-1] = (brace, outer, [*ended, state])
         return outer
 
 
@@ -664,7 +660,7 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
     rows, matched, depth, aggregated, exact, floor = 1, False, 0, False, True, 1
     matches = 1  # what the MATCH clauses make at least (:func:`_matched_at_least`)
     collected: dict[str, int] = {}  # a name a collect() bound: the rows it gathered at least
-    subs = _Subqueries(code, _scopes(code), _least_order, _branch)
+    subs = _Subqueries(code, _scopes(code), _branches)
     for i, tok in enumerate(code):
         floor, matches = subs.step(i, (floor, matches))
         if tok.kind == "punct" and tok.text in _OPEN:
@@ -707,20 +703,21 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
     return out, counted, least
 
 
-def _branch(state: tuple[int, int], _outer: tuple[int, int]) -> tuple[int, int]:
-    """Past a subquery, the (floor, matches) state of its largest branch."""
-    return state
+def _branches(states: list[tuple[int, int]], _outer: tuple[int, int]) -> tuple[int, int]:
+    """Past a subquery, its ``UNION`` branches' (floor, matches) states: the floors summed,
+    the least of their matches (ten branches of 99,999 values are 999,990 rows, thirty
+    999,970 were sorted, and three subqueries of ten constant branches each make a thousand
+    rows of each outer one, a ``UNION`` too where the values differ: the fifty-eighth
+    re-probe's U1, U2)."""
+    return sum(floor for floor, _ in states), min(matches for _, matches in states)
 
 
-def _degree_order(state: tuple[int, frozenset[str]]) -> tuple[int, ...]:
-    """A (degree, bound names) state's order (:func:`_products`)."""
-    return (state[0],)
-
-
-def _with_outer_names(state: tuple[int, frozenset[str]], outer: tuple[int, frozenset[str]]
-                      ) -> tuple[int, frozenset[str]]:
-    """Past a subquery, its largest branch's degree, with the names bound before it."""
-    return state[0], state[1] | outer[1]
+def _with_outer_names(states: list[tuple[int, frozenset[str]]],
+                      outer: tuple[int, frozenset[str]]) -> tuple[int, frozenset[str]]:
+    """Past a subquery, its largest branch's degree (:func:`_products`), with the names
+    bound before it."""
+    degree, names = max(states, key=lambda state: state[0])
+    return degree, names | outer[1]
 
 
 def _least_order(state: tuple[int, int]) -> tuple[int, ...]:
@@ -2677,7 +2674,7 @@ def _products(code: Sequence[Token], scopes: list[tuple[int, ...]],
     names: set[str] | None = None  # the variables of the pattern being read
     degree, clause, segments = 0, "", 0  # segments: the pattern's variable-length ones
     match, start, unwinds, anchor = 0, 0, 0, ""  # the MATCH, its pattern, the UNWINDs so far
-    subs = _Subqueries(code, scopes, _degree_order, _with_outer_names)
+    subs = _Subqueries(code, scopes, _with_outer_names)
     for i, tok in enumerate(code):
         word = _keyword(code, i)
         level = _query_level(code, scopes, i)
