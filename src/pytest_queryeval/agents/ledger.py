@@ -40,6 +40,7 @@ from ..errors import (
     WorkerDied,
 )
 from ..sources import pgreads
+from ..sources.pgnames import clipped_parts
 from .textjudge import ANY_WRITE_WORD, is_write, may_write, tables_of
 from .trajectory import Step, call_key
 
@@ -576,7 +577,7 @@ class Ledger:
         from .language import every_table
 
         touched = set(self.forbidden) if every_table(tables) else \
-            {t for t in self.forbidden if t in tables}
+            {t for t in self.forbidden if t in tables or clipped_parts(t) in tables}
         with self._lock:
             for name in sorted(touched - self.touched):
                 self.findings.append(f"forbidden table touched: {name}")
@@ -710,11 +711,12 @@ def _last_names(names: Iterable[str]) -> set[str]:
     """Each name lower-cased, and by each of its last parts (``t.sales.orders``, ``sales.orders``
     and ``orders``): a forbidden table named with its schema (``sales.orders``, as the docs
     allow) matched neither the engine's full name nor its last part, and was never counted
-    (the thirty-fourth re-probe's H2)."""
+    (the thirty-fourth re-probe's H2); and each as PostgreSQL keeps it, its parts cut to 63
+    bytes (:mod:`~..sources.pgnames`: the fifty-eighth re-probe's T2)."""
     out: set[str] = set()
     for name in names:
-        parts = name.lower().split(".")
-        out.update(".".join(parts[k:]) for k in range(len(parts)))
+        for parts in (name.lower().split("."), clipped_parts(name.lower()).split(".")):
+            out.update(".".join(parts[k:]) for k in range(len(parts)))
     return out
 
 

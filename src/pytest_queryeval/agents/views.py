@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..sources.pgescape import EXTENSION_MEMBER, TYPE_MEMBER
+from ..sources.pgnames import clipped, clipped_parts
 
 __all__ = ["with_views"]
 
@@ -328,7 +329,9 @@ class _Catalog:
 
     def brought(self, sql: str) -> set[str]:
         """The keys of :attr:`reads` that ``sql`` calls or names (cautious: a name in a
-        string or a comment counts too)."""
+        string or a comment counts too), a name also as PostgreSQL keeps it, cut to 63 bytes
+        (a 70-byte spelling called a routine no reading saw: the fifty-eighth re-probe's
+        T1)."""
         out = set(self.always)
         if not sql:
             return out
@@ -337,12 +340,13 @@ class _Catalog:
         if self.calls and "(" in sql:
             # a call of the name itself, not of a longer one ending so (a macro ``unt``
             # in ``count(*)``: an honest read counted, the thirty-ninth re-probe's L3)
-            called = {w for s in spellings for w in _CALLED.findall(s)}
+            called = {n for s in spellings for w in _CALLED.findall(s) for n in (w, clipped(w))}
             out |= {n for n in self.calls if n in called or (
                 not _WORD.fullmatch(n) and any(re.search(r"(?<![\w$])" + re.escape(n) + r"\(", s)
                                                for s in spellings))}
         if self.words:
-            words = {w for s in spellings for w in re.findall(r"[\w$]+", s)}
+            words = {n for s in spellings for w in re.findall(r"[\w$]+", s)
+                     for n in (w, clipped(w))}
             out |= {n for n in self.words if n in words or (not _WORD.fullmatch(n) and any(
                 re.search(r"(?<![\w$])" + re.escape(n) + r"(?![\w$])", s) for s in spellings))}
         return out
@@ -425,6 +429,7 @@ def _catalog(source: Any) -> _Catalog:
         read = frozenset(tables_of(definition, dialect) if how is None or how in _SQL_BODIES
                          else set())
         read |= _body_reads(definition, how, dialect)
+        read |= {clipped_parts(n) for n in read}  # as the server keeps a name (58a T2)
         name = name.lower()
         keys = [name, f"{str(schema).lower()}.{name}"]
         if how == "poisoned":
@@ -445,10 +450,7 @@ def _catalog(source: Any) -> _Catalog:
         for key in keys:
             reads[key] = reads.get(key, frozenset()) | read
             texts[key] = texts.get(key, "") + "\n" + definition
-    user, *session = paths.get("", [""])
-    for key in reads:  # (a SET clause of other settings keeps the session's: 56a S4)
-        reads[key] |= {f"{user if path == '$user' else path}.{t}" for t in reads[key]
-                       if "." not in t for path in paths.get(key) or session}
+    _qualify(reads, paths)
     found = _Catalog(reads, frozenset(calls), frozenset(words), symbols, frozenset())
     return _Catalog({key: read | (found.brought(texts[key]) - {key})
                      for key, read in reads.items()},
@@ -471,6 +473,19 @@ def _duckdb_rows(source: Any) -> list[tuple[Any, ...]]:
     return [*((schema, name, sql, None) for schema, name, sql in catalog.views),
             *((schema, name, "SELECT " + definition, "call" if by_name else "always")
               for schema, name, definition, by_name in catalog.macros)]
+
+
+def _qualify(reads: dict[str, frozenset[str]], paths: dict[str, list[str]]) -> None:
+    """Each routine's unqualified names also in each schema of its ``SET search_path``
+    clause, or where it has none, of the session's path and of every path a routine's clause
+    sets: a caller's clause stays in force in what it calls (``FROM orders`` in a routine an
+    ``l_sf(...) SET search_path = sales, public`` called read ``sales.orders``: the
+    fifty-eighth re-probe's T3). A clause of other settings keeps the session's (56a S4)."""
+    user, *session = paths.get("", [""])
+    inherited = list(dict.fromkeys([*session, *(p for k, v in paths.items() if k for p in v)]))
+    for key in reads:
+        reads[key] |= {f"{user if path == '$user' else path}.{t}" for t in reads[key]
+                       if "." not in t for path in paths.get(key) or inherited}
 
 
 def _add_path(paths: dict[str, list[str]], named: tuple[str, str], text: str,
@@ -502,6 +517,12 @@ def _search_path(config: str) -> list[str]:
 #: routine was two words, neither its name (the fifty-fourth re-probe's H1).
 _QUALIFIED = re.compile(r'(?:"((?:[^"]|"")+)"|([A-Za-z_][\w$]*))\s*\.\s*'
                         r'(?:"((?:[^"]|"")+)"|([A-Za-z_][\w$]*))')
+#: A SQL body or a parameter's default that sets the path (``set_config('search_path',
+#: ...)``, ``SET search_path``, ``SET SCHEMA``): a name there resolves by a path the text does
+#: not give (57a S6); reading it (``current_setting('search_path')``, a comment) sets nothing
+#: (58a O1).
+_SETS_PATH = re.compile(r"set_config|\bset\s+(?:(?:local|session)\s+)?\"?"
+                        r"(?:search_path|schema)\b", re.IGNORECASE)
 #: ``SET SCHEMA 'sales'``, PostgreSQL's other spelling of ``SET search_path`` (55a S2).
 _SET_SCHEMA = re.compile(r"\bset\s+(?:(?:local|session)\s+)?schema\b", re.IGNORECASE)
 
@@ -539,7 +560,7 @@ def _body_reads(body: str, how: str | None, dialect: str | None) -> set[str]:
                 for text in bare for m in _QUALIFIED.findall(text)}
         if "search_path" in words or any(_SET_SCHEMA.search(text) for text in bare):
             out.add(EVERY_TABLE)  # a path set in the body: any schema's names (H1, S2)
-    if how not in _WORD_BODIES and "search_path" in body.lower():
+    if how not in _WORD_BODIES and _SETS_PATH.search(uncommented(body, nested=True)):
         out.add(EVERY_TABLE)  # set_config('search_path', ...) in a SQL body or default (57a S6)
     if how in _WORD_BODIES and statistics_call(body):  # (O22: pg_stat_get_live_tuples(...))
         out.add(EVERY_TABLE)
