@@ -40,7 +40,7 @@ from ..errors import (
     WorkerDied,
 )
 from ..sources import pgreads
-from ..sources.pgnames import clipped_parts
+from ..sources.pgnames import clipped_parts, keys_of
 from .textjudge import ANY_WRITE_WORD, is_write, may_write, tables_of
 from .trajectory import Step, call_key
 
@@ -715,7 +715,8 @@ def _last_names(names: Iterable[str]) -> set[str]:
     bytes (:mod:`~..sources.pgnames`: the fifty-eighth re-probe's T2)."""
     out: set[str] = set()
     for name in names:
-        for parts in (name.lower().split("."), clipped_parts(name.lower()).split(".")):
+        for key in keys_of(name):
+            parts = key.split(".")
             out.update(".".join(parts[k:]) for k in range(len(parts)))
     return out
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..sources.pgescape import EXTENSION_MEMBER, TYPE_MEMBER
-from ..sources.pgnames import clipped, clipped_parts
+from ..sources.pgnames import NAME_CHARS, NAME_START, clipped, clipped_parts, keys_of
 
 __all__ = ["with_views"]
 
@@ -296,8 +296,8 @@ _WORD_BODIES = frozenset({"plpgsql", "atomic", "words"})
 #: Blanks before a call's parenthesis (``n_v ()``).
 _NO_BLANKS = re.compile(r"\s+\(")
 #: A called name (its parenthesis right after it, in a spelling of :func:`_spellings`).
-_CALLED = re.compile(r"([\w$]+)\(")
-_WORD = re.compile(r"[\w$]+")
+_CALLED = re.compile(rf"([{NAME_CHARS}]+)\(")
+_WORD = re.compile(rf"[{NAME_CHARS}]+")
 #: A statement a routine runs from a text it builds (PL/pgSQL's ``EXECUTE``, ``RETURN QUERY
 #: EXECUTE``, ``FOR r IN EXECUTE``): the tables it reads are known only at run time.
 _DYNAMIC = re.compile(r"(?<![\w$])execute(?![\w$])", re.IGNORECASE)
@@ -337,16 +337,19 @@ class _Catalog:
             return out
         out |= {key for symbol, key in self.symbols.items() if symbol in sql}
         spellings = _spellings(sql)
+        # each name as written, cut before it is lower-cased (59a U1)
+        as_written = {k for w in _WORD.findall(sql.replace('"', "")) for k in keys_of(w)}
         if self.calls and "(" in sql:
             # a call of the name itself, not of a longer one ending so (a macro ``unt``
             # in ``count(*)``: an honest read counted, the thirty-ninth re-probe's L3)
             called = {n for s in spellings for w in _CALLED.findall(s) for n in (w, clipped(w))}
+            called |= as_written
             out |= {n for n in self.calls if n in called or (
                 not _WORD.fullmatch(n) and any(re.search(r"(?<![\w$])" + re.escape(n) + r"\(", s)
                                                for s in spellings))}
         if self.words:
-            words = {n for s in spellings for w in re.findall(r"[\w$]+", s)
-                     for n in (w, clipped(w))}
+            words = {n for s in spellings for w in _WORD.findall(s) for n in (w, clipped(w))}
+            words |= as_written
             out |= {n for n in self.words if n in words or (not _WORD.fullmatch(n) and any(
                 re.search(r"(?<![\w$])" + re.escape(n) + r"(?![\w$])", s) for s in spellings))}
         return out
@@ -483,9 +486,9 @@ def _qualify(reads: dict[str, frozenset[str]], paths: dict[str, list[str]]) -> N
     fifty-eighth re-probe's T3). A clause of other settings keeps the session's (56a S4)."""
     user, *session = paths.get("", [""])
     inherited = list(dict.fromkeys([*session, *(p for k, v in paths.items() if k for p in v)]))
-    for key in reads:
+    for key in reads:  # (a key is every overload's: one's clause is no other's, 59a U5)
         reads[key] |= {f"{user if path == '$user' else path}.{t}" for t in reads[key]
-                       if "." not in t for path in paths.get(key) or inherited}
+                       if "." not in t for path in [*paths.get(key, []), *inherited]}
 
 
 def _add_path(paths: dict[str, list[str]], named: tuple[str, str], text: str,
@@ -515,8 +518,8 @@ def _search_path(config: str) -> list[str]:
 #: A name qualified by its schema in a body read as words (``sales.orders``, ``"Sales" .
 #: orders``, a comment between): a forbidden table outside ``public`` read by a PL/pgSQL
 #: routine was two words, neither its name (the fifty-fourth re-probe's H1).
-_QUALIFIED = re.compile(r'(?:"((?:[^"]|"")+)"|([A-Za-z_][\w$]*))\s*\.\s*'
-                        r'(?:"((?:[^"]|"")+)"|([A-Za-z_][\w$]*))')
+_QUALIFIED = re.compile(rf'(?:"((?:[^"]|"")+)"|([{NAME_START}][{NAME_CHARS}]*))\s*\.\s*'
+                        rf'(?:"((?:[^"]|"")+)"|([{NAME_START}][{NAME_CHARS}]*))')
 #: A SQL body or a parameter's default that sets the path (``set_config('search_path',
 #: ...)``, ``SET search_path``, ``SET SCHEMA``): a name there resolves by a path the text does
 #: not give (57a S6); reading it (``current_setting('search_path')``, a comment) sets nothing
@@ -545,7 +548,8 @@ def _body_reads(body: str, how: str | None, dialect: str | None) -> set[str]:
     # a body's U& names as the server reads them (``FROM U&"employe\0065"`` in PL/pgSQL,
     # whose source is kept as written: the forty-first re-probe's O21)
     texts = unicode_readings(body) if how in _WORD_BODIES else [body]
-    words = {w.lower() for text in texts for w in re.findall(r"[A-Za-z_][\w$]*", text)}
+    words = {k for text in texts for w in re.findall(rf"[{NAME_START}][{NAME_CHARS}]*", text)
+             for k in keys_of(w)}
     # and each quoted name or string whole (an FTS index's ``content='Emp Secret'`` or
     # ``content=[Emp Secret]``, a PL/pgSQL ``FROM "Emp Secret"``: read as two words, the
     # fortieth re-probe's N9; ``'Emp''s'`` as one: the forty-first's O13)
@@ -555,9 +559,9 @@ def _body_reads(body: str, how: str | None, dialect: str | None) -> set[str]:
     out = words | quoted if how in _WORD_BODIES else set()
     if how in _WORD_BODIES:  # comments out, nested as PostgreSQL nests them (55a S1)
         bare = [uncommented(text, nested=True) for text in texts]
-        out |= {f"{(m[0] or m[1]).replace(chr(34) * 2, chr(34))}."
-                f"{(m[2] or m[3]).replace(chr(34) * 2, chr(34))}".lower()
-                for text in bare for m in _QUALIFIED.findall(text)}
+        out |= {k for text in bare for m in _QUALIFIED.findall(text)
+                for k in keys_of(f"{(m[0] or m[1]).replace(chr(34) * 2, chr(34))}."
+                                 f"{(m[2] or m[3]).replace(chr(34) * 2, chr(34))}")}
         if "search_path" in words or any(_SET_SCHEMA.search(text) for text in bare):
             out.add(EVERY_TABLE)  # a path set in the body: any schema's names (H1, S2)
     if how not in _WORD_BODIES and _SETS_PATH.search(uncommented(body, nested=True)):

@@ -10,10 +10,16 @@ query on read a forbidden table uncounted, and the case passed with ``forbidden_
 
 from __future__ import annotations
 
-__all__ = ["MAX_NAME_BYTES", "clipped", "clipped_parts"]
+__all__ = ["MAX_NAME_BYTES", "NAME_CHARS", "NAME_START", "clipped", "clipped_parts", "keys_of"]
 
 #: The bytes of a name the server keeps.
 MAX_NAME_BYTES = 63
+#: The characters of an unquoted name, as a regular expression's class body: any character
+#: past ASCII too (``sales.éorders``, ``hid·x``: Python's ``\w`` has no ``·``, and a reading
+#: that began a name with an ASCII letter read ``orders``: the fifty-ninth re-probe's U3,
+#: U4). And the characters one may begin with.
+NAME_CHARS = r"\w$\u0080-\U0010ffff"
+NAME_START = r"A-Za-z_\u0080-\U0010ffff"
 
 
 def clipped(name: str) -> str:
@@ -28,3 +34,11 @@ def clipped(name: str) -> str:
 def clipped_parts(name: str) -> str:
     """A dotted name (``sales.orders``) with each part :func:`clipped`."""
     return ".".join(clipped(part) for part in name.split("."))
+
+
+def keys_of(name: str) -> set[str]:
+    """The lower-cased keys a name as written may stand for: itself, and what the server keeps
+    of it, cut on the bytes as written before any lower-casing (Python's lower case changes
+    the length of some letters, the Kelvin sign 3 bytes to 1, ``İ`` 2 to 3: a spelling cut
+    after it missed the routine the server ran, the fifty-ninth re-probe's U1)."""
+    return {name.lower(), clipped_parts(name).lower(), clipped_parts(name.lower())}
