@@ -11,6 +11,7 @@ from pytest_queryeval.errors import QueryRefused
 from tests.cypher import test_cypher_fiftieth as fiftieth
 from tests.cypher import test_cypher_fiftyeighth as fiftyeighth
 from tests.cypher import test_cypher_fiftyfourth as fiftyfourth
+from tests.cypher import test_cypher_fiftyninth as fiftyninth
 from tests.cypher import test_cypher_fiftyseventh as fiftyseventh
 from tests.cypher import test_cypher_fiftysixth as fiftysixth
 from tests.cypher import test_cypher_fiftythird as fiftythird
@@ -31,7 +32,7 @@ ROUNDS = {"thirtyninth": thirtyninth, "fortyfirst": fortyfirst, "fortythird": fo
           "fortyninth": fortyninth, "fiftieth": fiftieth,
           "fiftythird": fiftythird, "fiftyfourth": fiftyfourth,
           "fiftysixth": fiftysixth, "fiftyseventh": fiftyseventh,
-          "fiftyeighth": fiftyeighth}
+          "fiftyeighth": fiftyeighth, "fiftyninth": fiftyninth}
 _REFUSED = [(round_, name) for round_, module in ROUNDS.items() for name in sorted(module.REFUSED)]
 _SENT = [(round_, k) for round_, module in ROUNDS.items() for k in range(len(module.SENT))]
 

@@ -608,8 +608,8 @@ class _Subqueries(Generic[_S]):
     (f) ...`` six patterns taken for two (the fifty-seventh re-probe's R1, R2)."""
 
     def __init__(self, code: Sequence[Token], scopes: list[tuple[int, ...]],
-                 merge: Callable[[list[_S], _S], _S]) -> None:
-        self._code, self._scopes, self._merge = code, scopes, merge
+                 merge: Callable[[list[_S], _S], _S], enter: Callable[[_S], _S]) -> None:
+        self._code, self._scopes, self._merge, self._enter = code, scopes, merge, enter
         self._open: list[tuple[int, _S, list[_S]]] = []  # brace, outer state, branches ended
 
     def step(self, i: int, state: _S) -> _S:
@@ -618,6 +618,7 @@ class _Subqueries(Generic[_S]):
         if tok.kind == "punct" and tok.text == "{" and i and self._code[i - 1].kind == "word" \
                 and self._code[i - 1].text.upper() == "CALL":
             self._open.append((i, state, []))
+            return self._enter(state)
         elif tok.kind == "punct" and tok.text == "}" and self._open \
                 and _opening(self._scopes, i) == self._open[-1][0]:
             _, outer, ended = self._open.pop()
@@ -638,7 +639,7 @@ class _Subqueries(Generic[_S]):
             return fresh
         brace, _, ended = self._open[-1]
         self._open[-1] = (brace, outer, [*ended, state])
-        return outer
+        return self._enter(outer)
 
 
 def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
@@ -660,13 +661,10 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
     rows, matched, depth, aggregated, exact, floor = 1, False, 0, False, True, 1
     matches = 1  # what the MATCH clauses make at least (:func:`_matched_at_least`)
     collected: dict[str, int] = {}  # a name a collect() bound: the rows it gathered at least
-    subs = _Subqueries(code, _scopes(code), _branches)
+    subs = _Subqueries(code, _scopes(code), _branches, lambda state: state)
     for i, tok in enumerate(code):
         floor, matches = subs.step(i, (floor, matches))
-        if tok.kind == "punct" and tok.text in _OPEN:
-            depth += 1
-        elif tok.kind == "punct" and tok.text in _CLOSE:
-            depth -= 1
+        depth += (tok.kind == "punct") * ((tok.text in _OPEN) - (tok.text in _CLOSE))
         word = _keyword(code, i)
         if aggregated and depth == 0 and word in _PROJECTION_ENDS:
             # past ``WITH collect(x) AS r``: one row, from which a MATCH of one pattern
@@ -694,6 +692,8 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
             aggregated = _aggregates_only(code, i + 1)  # its own items see the rows before
         if word in ("WITH", "RETURN"):  # a subquery's RETURN too
             collected.update(_collects(code, i + 1, floor * matches, collected))
+        if word == "RETURN" and (outer := subs.outer(i)) and _aggregates_only(code, i + 1):
+            floor, matches = outer  # a subquery's one row of each outer one (59c L1)
         if word == "UNION":  # a new product (54c O1), or a subquery's branch (R1)
             floor, matches = subs.restart(i, (floor, matches), (1, 1))
         out.append(rows)
@@ -704,12 +704,26 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
 
 
 def _branches(states: list[tuple[int, int]], _outer: tuple[int, int]) -> tuple[int, int]:
-    """Past a subquery, its ``UNION`` branches' (floor, matches) states: the floors summed,
-    the least of their matches (ten branches of 99,999 values are 999,990 rows, thirty
-    999,970 were sorted, and three subqueries of ten constant branches each make a thousand
-    rows of each outer one, a ``UNION`` too where the values differ: the fifty-eighth
-    re-probe's U1, U2)."""
-    return sum(floor for floor, _ in states), min(matches for _, matches in states)
+    """Past a subquery, its ``UNION`` branches' (floor, matches) states summed: the rows each
+    counts at least (its floor times its matches, where it counts rows), and the least of
+    the matches of those that count none (ten branches of 99,999 values are 999,990 rows,
+    thirty 2,999,970 were sorted, and three subqueries of ten constant branches each make a
+    thousand rows of each outer one, a ``UNION`` too where the values differ: the
+    fifty-eighth re-probe's U1, U2; a one-row branch beside ``MATCH (a), (b)`` kept the
+    matches of neither: 59c V1)."""
+    if len(states) == 1:
+        return states[0]
+    guesses = [matches for floor, matches in states if floor <= 1]
+    return (sum(floor * matches if floor > 1 else floor for floor, matches in states),
+            min(guesses, default=1))
+
+
+def _no_names(state: tuple[int, frozenset[str]]) -> tuple[int, frozenset[str]]:
+    """Inside a subquery, and in each of its ``UNION`` branches: the outer degree, no name
+    bound (the server passes a subquery no outer name but by its leading ``WITH``: ``MATCH
+    (a), (b) CALL { MATCH (a), (b) ... }`` was four nodes matched apart, taken for two:
+    the fifty-ninth re-probe's V2)."""
+    return state[0], frozenset()
 
 
 def _with_outer_names(states: list[tuple[int, frozenset[str]]],
@@ -2674,7 +2688,7 @@ def _products(code: Sequence[Token], scopes: list[tuple[int, ...]],
     names: set[str] | None = None  # the variables of the pattern being read
     degree, clause, segments = 0, "", 0  # segments: the pattern's variable-length ones
     match, start, unwinds, anchor = 0, 0, 0, ""  # the MATCH, its pattern, the UNWINDs so far
-    subs = _Subqueries(code, scopes, _with_outer_names)
+    subs = _Subqueries(code, scopes, _with_outer_names, _no_names)
     for i, tok in enumerate(code):
         word = _keyword(code, i)
         level = _query_level(code, scopes, i)
