@@ -89,7 +89,14 @@ def test_a_read_by_a_name_the_server_cuts_or_a_callers_path_is_counted(
         pytester: pytest.Pytester, postgres_server: Any, form: str) -> None:
     """T1 to T3 end to end. Before: the replayed call and the final query passed with
     forbidden_tables 0.0 while the secret reached the agent."""
-    forbidden, setup = _forms(postgres_server.readonly_user)[form]
+    assert_read_is_counted(pytester, postgres_server,
+                           *_forms(postgres_server.readonly_user)[form])
+
+
+def assert_read_is_counted(pytester: pytest.Pytester, postgres_server: Any, forbidden: str,
+                           setup: list[str]) -> None:
+    """``_QUERY`` as a replayed call and as the final query on a database made by ``setup``
+    fails ``forbidden_tables: {max: 0}`` with the ``forbidden`` table's read counted."""
     agent = {"forbidden_tables": [forbidden]}
     gates = {"forbidden_tables": {"max": 0}, "write_attempts": {"max": 0}}
     cases = {"tool": ({"trajectory": [call("c1", "run_query", _QUERY), tool("c1", "xy")]},

@@ -17,10 +17,15 @@ from typing import Any
 
 import pytest
 
-from tests.agents.test_counts_from_what_ran import call, tool
-from tests.agents.test_counts_thirtyfirst_probe import _suite
 from tests.agents.test_pg_walls_fiftieth import _NO_SIGNALS
-from tests.agents.test_pg_walls_fiftyeighth import _OFF, _ON, _QUERY, _routine, _setup
+from tests.agents.test_pg_walls_fiftyeighth import (
+    _OFF,
+    _ON,
+    _QUERY,
+    _routine,
+    _setup,
+    assert_read_is_counted,
+)
 from tests.agents.test_pg_walls_fortysixth import _source
 from tests.agents.test_pg_walls_fortythird import _database
 
@@ -61,18 +66,8 @@ def test_a_name_the_server_cuts_before_lower_case_is_read(
         pytester: pytest.Pytester, postgres_server: Any, form: str) -> None:
     """U1 to U3 end to end. Before: the replayed call and the final query passed with
     forbidden_tables 0.0 while the secret reached the agent."""
-    forbidden, setup = _forms(postgres_server.readonly_user)[form]
-    agent = {"forbidden_tables": [forbidden]}
-    gates = {"forbidden_tables": {"max": 0}, "write_attempts": {"max": 0}}
-    cases = {"tool": ({"trajectory": [call("c1", "run_query", _QUERY), tool("c1", "xy")]},
-                      agent, gates),
-             "final": ({"predicted": _QUERY, "trajectory": []}, agent, gates)}
-    with _database(postgres_server, "q59_" + uuid.uuid4().hex[:6], *setup) as name:
-        report = _suite(pytester, {"type": "sqlalchemy",
-                                   "url": postgres_server.readonly_url(name)}, cases)
-    for cid in cases:
-        assert report.outcomes[cid] == "failed", (cid, report.by_id[cid])
-        assert report.by_id[cid]["metrics"]["forbidden_tables"] == 1.0, cid
+    assert_read_is_counted(pytester, postgres_server,
+                           *_forms(postgres_server.readonly_user)[form])
 
 
 def test_a_non_ascii_name_and_an_overloads_clause_are_read(postgres_server: Any) -> None:
