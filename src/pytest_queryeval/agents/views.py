@@ -297,6 +297,8 @@ _WORD_BODIES = frozenset({"plpgsql", "atomic", "words"})
 _NO_BLANKS = re.compile(r"\s+\(")
 #: A called name (its parenthesis right after it, in a spelling of :func:`_spellings`).
 _CALLED = re.compile(rf"([{NAME_CHARS}]+)\(")
+#: A double-quoted name, its doubled quotes in it.
+_DOUBLE_QUOTED = re.compile(r'"((?:[^"]|"")+)"')
 _WORD = re.compile(rf"[{NAME_CHARS}]+")
 #: A statement a routine runs from a text it builds (PL/pgSQL's ``EXECUTE``, ``RETURN QUERY
 #: EXECUTE``, ``FOR r IN EXECUTE``): the tables it reads are known only at run time.
@@ -337,8 +339,11 @@ class _Catalog:
             return out
         out |= {key for symbol, key in self.symbols.items() if symbol in sql}
         spellings = _spellings(sql)
-        # each name as written, cut before it is lower-cased (59a U1)
+        # each name as written, cut before it is lower-cased (59a U1), and each quoted one
+        # whole, its dots, blanks and quotes kept (``"hid.x...yyy"()``: 60a W1, W2)
         as_written = {k for w in _WORD.findall(sql.replace('"', "")) for k in keys_of(w)}
+        as_written |= {k for q in _DOUBLE_QUOTED.findall(sql) for name in [q.replace('""', '"')]
+                       for k in (name.lower(), clipped(name).lower())}
         if self.calls and "(" in sql:
             # a call of the name itself, not of a longer one ending so (a macro ``unt``
             # in ``count(*)``: an honest read counted, the thirty-ninth re-probe's L3)
@@ -558,7 +563,8 @@ def _body_reads(body: str, how: str | None, dialect: str | None) -> set[str]:
               if q}
     out = words | quoted if how in _WORD_BODIES else set()
     if how in _WORD_BODIES:  # comments out, nested as PostgreSQL nests them (55a S1)
-        bare = [uncommented(text, nested=True) for text in texts]
+        # and as written: a string's ``'--'`` is no comment (60a W4)
+        bare = [*(uncommented(text, nested=True) for text in texts), *texts]
         out |= {k for text in bare for m in _QUALIFIED.findall(text)
                 for k in keys_of(f"{(m[0] or m[1]).replace(chr(34) * 2, chr(34))}."
                                  f"{(m[2] or m[3]).replace(chr(34) * 2, chr(34))}")}
