@@ -525,10 +525,10 @@ def _search_path(config: str) -> list[str]:
 #: routine was two words, neither its name (the fifty-fourth re-probe's H1).
 _QUALIFIED = re.compile(rf'(?:"((?:[^"]|"")+)"|([{NAME_START}][{NAME_CHARS}]*))\s*\.\s*'
                         rf'(?:"((?:[^"]|"")+)"|([{NAME_START}][{NAME_CHARS}]*))')
-#: A SQL body or a parameter's default that sets the path (``set_config('search_path',
-#: ...)``, ``SET search_path``, ``SET SCHEMA``): a name there resolves by a path the text does
-#: not give (57a S6); reading it (``current_setting('search_path')``, a comment) sets nothing
-#: (58a O1).
+#: A SQL body or a parameter's default that may set the path: any ``set_config`` (the
+#: setting's name may be built), ``SET search_path``, ``SET SCHEMA``; a name there resolves by
+#: a path the text does not give (57a S6). Reading it (``current_setting('search_path')``, a
+#: comment) sets nothing (58a O1).
 _SETS_PATH = re.compile(r"set_config|\bset\s+(?:(?:local|session)\s+)?\"?"
                         r"(?:search_path|schema)\b", re.IGNORECASE)
 #: ``SET SCHEMA 'sales'``, PostgreSQL's other spelling of ``SET search_path`` (55a S2).

@@ -734,12 +734,6 @@ def _with_outer_names(states: list[tuple[int, frozenset[str]]],
     return degree, names | outer[1]
 
 
-def _least_order(state: tuple[int, int]) -> tuple[int, ...]:
-    """A (floor, matches) state's order: the rows it makes at least (:func:`_counted_rows`)."""
-    floor, matches = state
-    return (floor > 1, floor * matches)
-
-
 def _unwinding(code: Sequence[Token], ranges: dict[int, tuple[int, int]], i: int,
                before: tuple[int, bool], unwound: dict[int, tuple[int, bool]],
                stated: dict[int, int], collected: dict[str, int]) -> tuple[int, bool, int, int]:
