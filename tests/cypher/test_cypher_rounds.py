@@ -23,6 +23,7 @@ from tests.cypher import test_cypher_fortyninth as fortyninth
 from tests.cypher import test_cypher_fortyseventh as fortyseventh
 from tests.cypher import test_cypher_fortysixth as fortysixth
 from tests.cypher import test_cypher_fortythird as fortythird
+from tests.cypher import test_cypher_sixtieth as sixtieth
 from tests.cypher import test_cypher_thirtyninth as thirtyninth
 from tests.cypher.test_cypher_thirtyninth import _unrehearsed
 
@@ -32,7 +33,8 @@ ROUNDS = {"thirtyninth": thirtyninth, "fortyfirst": fortyfirst, "fortythird": fo
           "fortyninth": fortyninth, "fiftieth": fiftieth,
           "fiftythird": fiftythird, "fiftyfourth": fiftyfourth,
           "fiftysixth": fiftysixth, "fiftyseventh": fiftyseventh,
-          "fiftyeighth": fiftyeighth, "fiftyninth": fiftyninth}
+          "fiftyeighth": fiftyeighth, "fiftyninth": fiftyninth,
+          "sixtieth": sixtieth}
 _REFUSED = [(round_, name) for round_, module in ROUNDS.items() for name in sorted(module.REFUSED)]
 _SENT = [(round_, k) for round_, module in ROUNDS.items() for k in range(len(module.SENT))]
 
