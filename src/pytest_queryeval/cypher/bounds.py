@@ -315,9 +315,12 @@ def _element(code: Sequence[Token], sources: dict[int, int], elements: dict[str,
     list is one range or a literal of nothing that counts (its elements are scalars), an
     element of a named list, else, conservatively, what the whole list holds (``[x IN
     [range(1, 10)] | ...]``)."""
-    if end - start >= 4 and _function(code, start) in _REORDERING and code[start + 1].text == "(" \
-            and code[end - 1].text == ")":  # an element of the argument's (60c L1)
-        return _element(code, sources, elements, start + 2, end - 1)
+    if end - start >= 4 and code[start].kind == "word" and code[start + 1].text == "(" \
+            and code[end - 1].text == ")":
+        if _function(code, start) in _REORDERING:  # an element of the argument's (60c L1)
+            return _element(code, sources, elements, start + 2, end - 1)
+        if _function(code, start) in _TEXT_PARTS:  # a text (61c L3)
+            return 0
     inside = [k for k in range(start, end) if k in sources]
     if inside == [start] and code[start].text.lower() in ("[", "range", *_SCALAR_LISTS):
         return 0
@@ -842,6 +845,7 @@ def _stated_sizes(code: Sequence[Token], scopes: list[tuple[int, ...]],
     UNWIND r AS k``; :func:`_named_sizes`). Taken for none, 100,000 values unwound beside a
     pattern and sorted by its nodes were one row each (1,300,000 on the 13-node graph)."""
     named: dict[str, int | None] = {}
+    built: set[str] = set()  # names bound to a value the query builds (:func:`_built_text`)
     out: dict[int, int] = {}
     for i, tok in enumerate(code):
         if tok.kind != "word" or _keyword(code, i) != "AS" or i + 1 >= len(code):
@@ -850,10 +854,55 @@ def _stated_sizes(code: Sequence[Token], scopes: list[tuple[int, ...]],
         size = _stated(code, ranges, start, i)
         if size is None:
             size = _named_sizes(code, scopes, named, (start, i)) or None
+        if _splits_built(code, scopes, (start, i), built):
+            size = UNBOUNDED_ROWS
         if keyword == "UNWIND" and size is not None:
             out[start] = size
-        named[code[i + 1].text.strip("`")] = None if keyword == "UNWIND" else size
+        name = code[i + 1].text.strip("`")
+        named[name] = None if keyword == "UNWIND" and size != UNBOUNDED_ROWS else size
+        (built.add if _built_text(code, (start, i), built) else built.discard)(name)
     return out
+
+
+#: Functions that make a list of a text's parts, as many as its characters at most.
+_TEXT_PARTS = frozenset({"split", "string.matchregex"})
+#: Calls whose text is no longer than their argument's (a property's text kept so).
+_TEXT_KEEPING = frozenset({"coalesce", "tolower", "toupper", "lower", "upper", "trim", "ltrim",
+                           "rtrim", "substring", "left", "right", "tostring"})
+
+
+def _splits_built(code: Sequence[Token], scopes: list[tuple[int, ...]], span: tuple[int, int],
+                  built: set[str]) -> bool:
+    """Whether ``code[span]`` splits a text the query builds (:func:`_built_text`): its parts
+    are its characters at most, which no count of the values it was built from bounds
+    (``split(toJSON([x IN range(1,2000) | [x, x, ...]]), '')`` is 112,930 values, taken for
+    2,000: beside ``UNWIND range(1,50)``, 5,600,000 rows sorted held a 3 s server 30 s, the
+    sixty-first re-probe's J1 to J7)."""
+    for k in range(*span):
+        if code[k].kind == "word" and k + 1 < span[1] and code[k + 1].text == "(" \
+                and _function(code, k) in _TEXT_PARTS:
+            args = _arguments(code, scopes, k + 1)
+            if args and _built_text(code, args[0], built):
+                return True
+    return False
+
+
+def _built_text(code: Sequence[Token], span: tuple[int, int], built: set[str]) -> bool:
+    """Whether ``code[span]`` is a value the query builds: a list or a map, a call but of
+    :data:`_TEXT_KEEPING`, a name bound to such a value; not a literal, a property or a
+    parameter."""
+    for k in range(*span):
+        tok = code[k]
+        if tok.kind == "punct" and tok.text in ("[", "{") and not (
+                k and (code[k - 1].kind in ("word", "quoted") or code[k - 1].text in ")]")):
+            return True  # a list or a map, not a subscript
+        if tok.kind in ("word", "quoted") and not (k and code[k - 1].text == "."):
+            if k + 1 < len(code) and code[k + 1].text == "(":
+                if _function(code, k) not in _TEXT_KEEPING:
+                    return True
+            elif tok.text.strip("`") in built:
+                return True
+    return False
 
 
 def _named_sizes(code: Sequence[Token], scopes: list[tuple[int, ...]],
@@ -1462,8 +1511,11 @@ def _wide(code: Sequence[Token], k: int) -> bool:
     ``[``), a call but of :data:`_NARROW_CALLS` (``collect(n.name)`` holds names, each one
     value; ``collect(properties(n))`` maps)."""
     tok = code[k]
-    if tok.kind == "punct":
-        return tok.text in ("{", "[")
+    if tok.kind == "punct":  # not a subscript: ``r[0..10]`` (61c L2)
+        return tok.text == "{" or (tok.text == "[" and not (k and (
+            code[k - 1].text in (")", "]") or code[k - 1].kind == "quoted" or (
+                code[k - 1].kind == "word"
+                and code[k - 1].text.upper() not in _CLAUSES | _NOT_CALLS | {"UNION", "ALL"}))))
     return tok.kind in ("word", "quoted") and k + 1 < len(code) and code[k + 1].text == "(" \
         and _function(code, k) not in _NARROW_CALLS
 
