@@ -86,7 +86,7 @@ def catalog(postgres_server: Any) -> Any:
     postgres_server.superuser_execute(
         *PG_SETUP[:6], *PG_MORE, f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO "
                                  f"{postgres_server.readonly_user}", database=DATABASE)
-    source = SqlAlchemySource("pg", postgres_server.readonly_url(DATABASE), isolation="thread",
+    source = SqlAlchemySource("pg", postgres_server.readonly_url(DATABASE), isolation="thread", trusted_routines=["*"],
                               allow_privileged=True)
     yield source
     source.close()
@@ -123,7 +123,7 @@ def test_an_operator_the_syntax_calls_unwritten_counts(postgres_server: Any) -> 
         "CREATE OPERATOR public.= (leftarg = mood, rightarg = mood, function = emp_eq)",
         f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {postgres_server.readonly_user}",
         database=database)
-    source = SqlAlchemySource("pg", postgres_server.readonly_url(database), isolation="thread",
+    source = SqlAlchemySource("pg", postgres_server.readonly_url(database), isolation="thread", trusted_routines=["*"],
                               allow_privileged=True)
     try:
         for sql in ["SELECT 'a'::mood IN ('b'::mood) AS x",
@@ -172,7 +172,7 @@ def test_a_foreign_table_counts_every_table(postgres_server: Any) -> None:
         f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {postgres_server.readonly_user}",
         f"GRANT USAGE ON FOREIGN SERVER loop TO {postgres_server.readonly_user}",
         database=database)
-    source = SqlAlchemySource("pg", postgres_server.readonly_url(database), isolation="thread",
+    source = SqlAlchemySource("pg", postgres_server.readonly_url(database), isolation="thread", trusted_routines=["*"],
                               allow_privileged=True)
     try:
         assert _counts(source, "employee", "SELECT * FROM ft_emp LIMIT 2") == (1.0, 1.0, 1.0)
@@ -203,7 +203,7 @@ def test_a_poisoned_catalog_read_leaves_the_count_unknown(postgres_server: Any) 
         "AS $$SELECT 'nothing'::text$$",
         f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {postgres_server.readonly_user}",
         database=database)
-    source = SqlAlchemySource("pg", postgres_server.readonly_url(database), isolation="thread",
+    source = SqlAlchemySource("pg", postgres_server.readonly_url(database), isolation="thread", trusted_routines=["*"],
                               allow_privileged=True)
     try:
         with pytest.raises(CountUnknown, match="pg_catalog"):
@@ -402,7 +402,7 @@ def test_a_stable_routine_over_a_volatile_call_is_refused(postgres_server: Any) 
         "AS 'pg_read_file_all'",
         f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {postgres_server.readonly_user}",
         database=database)
-    source = SqlAlchemySource("pg", postgres_server.readonly_url(database), isolation="thread",
+    source = SqlAlchemySource("pg", postgres_server.readonly_url(database), isolation="thread", trusted_routines=["*"],
                               allow_privileged=True)
     try:
         for sql in ["SELECT rf('/etc/hostname') AS h", "SELECT lockit() AS n",
@@ -446,7 +446,7 @@ def test_a_foreign_table_over_the_servers_files_is_refused(postgres_server: Any)
         "AS 'SELECT line FROM hostname_ft LIMIT 1'",
         f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {postgres_server.readonly_user}",
         database=database)
-    source = SqlAlchemySource("pg", postgres_server.readonly_url(database), isolation="thread",
+    source = SqlAlchemySource("pg", postgres_server.readonly_url(database), isolation="thread", trusted_routines=["*"],
                               allow_privileged=True)
     try:
         for sql in ["SELECT * FROM hostname_ft", 'SELECT * FROM "hostname_ft"',

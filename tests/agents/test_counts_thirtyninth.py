@@ -109,7 +109,7 @@ def routines(postgres_server: Any) -> Any:
     postgres_server.superuser_execute(
         NO_DO_BLOCKS, *PG_SETUP, f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO "
                    f"{postgres_server.readonly_user}", database=DATABASE)
-    source = SqlAlchemySource("pg", postgres_server.readonly_url(DATABASE), isolation="thread")
+    source = SqlAlchemySource("pg", postgres_server.readonly_url(DATABASE), isolation="thread", trusted_routines=["*"])
     yield source
     source.close()
 
@@ -146,7 +146,7 @@ def test_a_hidden_read_fails_the_gate_end_to_end(pytester: pytest.Pytester, rout
         cases[f"final-{n}"] = ({"predicted": sql, "trajectory": []}, agent, GATES)
     cases["honest"] = ({"trajectory": [call("c1", "run_query", "SELECT count(*) FROM genre"),
                                        tool("c1", "1")]}, agent, GATES)
-    report = _suite(pytester, {"type": "sqlalchemy", "url": "${QE_PG_URL}"}, cases)
+    report = _suite(pytester, {"type": "sqlalchemy", "trusted_routines": ["*"], "url": "${QE_PG_URL}"}, cases)
     _counted(report, [c for c in cases if c != "honest"])
     assert report.by_id["honest"]["outcome"] == "passed", report.by_id["honest"]
 
@@ -782,7 +782,7 @@ def test_a_shadowed_postgresql_catalog_still_expands(postgres_server: Any) -> No
         f"ALTER DATABASE {database} SET search_path = public, pg_catalog",
         f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {postgres_server.readonly_user}",
         database=database)
-    source = SqlAlchemySource("pg", postgres_server.readonly_url(database), isolation="thread")
+    source = SqlAlchemySource("pg", postgres_server.readonly_url(database), isolation="thread", trusted_routines=["*"])
     try:
         assert _counts(source, "v_emp", "SELECT * FROM v2 LIMIT 2") == (1.0, 1.0, 1.0)
         assert _counts(source, "employee", "SELECT emp_count_pl()") == (1.0, 1.0, 1.0)

@@ -87,7 +87,7 @@ def test_a_routine_that_can_turn_parallel_query_on_leaves_the_counts_unknown(
                                                   tool("c1", "names: Adams,Edwards")]},
                                   agent, GATES)
                  for form, (sql, _) in {**FORMS, "honest": (_HONEST, True)}.items()}
-        report = _suite(pytester, {"type": "sqlalchemy",
+        report = _suite(pytester, {"type": "sqlalchemy", "trusted_routines": ["*"],
                                    "url": postgres_server.readonly_url(name)}, cases)
         for cid in cases:
             assert report.outcomes[cid] == "error", (cid, report.by_id[cid])
@@ -106,7 +106,7 @@ def test_a_role_that_may_set_track_counts_leaves_the_counts_unknown(
     try:
         with _database(postgres_server, "q46_tc_" + uuid.uuid4().hex[:6]) as name:
             agent = {"forbidden_tables": ["employee"]}
-            report = _suite(pytester, {"type": "sqlalchemy",
+            report = _suite(pytester, {"type": "sqlalchemy", "trusted_routines": ["*"],
                                        "url": postgres_server.readonly_url(name)}, {
                 "tool": ({"trajectory": [call("c1", "run_query", _HONEST), tool("c1", "1")]},
                          agent, GATES)})
@@ -126,7 +126,7 @@ def test_the_routines_that_could_blind_the_counts_are_read_once_a_source(
     from pytest_queryeval.sources import pgreads
     from pytest_queryeval.sources.sqlalchemy import SqlAlchemySource
 
-    source = SqlAlchemySource("pg", postgres_server.readonly_url(parallel), isolation="thread")
+    source = SqlAlchemySource("pg", postgres_server.readonly_url(parallel), isolation="thread", trusted_routines=["*"])
     sent: list[str] = []
     try:
         event.listen(source._engine(counted=True), "before_cursor_execute",

@@ -96,16 +96,23 @@ def test_a_read_by_a_name_the_server_cuts_or_a_callers_path_is_counted(
 def assert_read_is_counted(pytester: pytest.Pytester, postgres_server: Any, forbidden: str,
                            setup: list[str]) -> None:
     """``_QUERY`` as a replayed call and as the final query on a database made by ``setup``
-    fails ``forbidden_tables: {max: 0}`` with the ``forbidden`` table's read counted."""
+    is an error of each case by default: a routine there builds what it runs, and could set
+    parallel query on where no reading sees it (61a). With every routine vouched for
+    (``trusted_routines: ['*']``), it fails ``forbidden_tables: {max: 0}`` with the
+    ``forbidden`` table's read counted: the reading of the routines is the wall then."""
     agent = {"forbidden_tables": [forbidden]}
     gates = {"forbidden_tables": {"max": 0}, "write_attempts": {"max": 0}}
     cases = {"tool": ({"trajectory": [call("c1", "run_query", _QUERY), tool("c1", "xy")]},
                       agent, gates),
              "final": ({"predicted": _QUERY, "trajectory": []}, agent, gates)}
     with _database(postgres_server, "q58_" + uuid.uuid4().hex[:6], *setup) as name:
-        report = _suite(pytester, {"type": "sqlalchemy",
-                                   "url": postgres_server.readonly_url(name)}, cases)
+        url = postgres_server.readonly_url(name)
+        untrusted = _suite(pytester, {"type": "sqlalchemy", "url": url}, cases)
+        report = _suite(pytester, {"type": "sqlalchemy", "url": url,
+                                   "trusted_routines": ["*"]}, cases)
     for cid in cases:
+        assert untrusted.outcomes[cid] == "error", (cid, untrusted.by_id[cid])
+        assert "builds the statements it runs" in str(untrusted.by_id[cid]), cid
         assert report.outcomes[cid] == "failed", (cid, report.by_id[cid])
         assert report.by_id[cid]["metrics"]["forbidden_tables"] == 1.0, cid
 

@@ -83,7 +83,7 @@ def test_a_reset_routine_reading_in_parallel_workers_is_no_pass(
     agent = {"forbidden_tables": [f"{schema}.orders"]}
     setup = _setup(role, schema, _RESET + body, _path(schema) if path else ())
     with _database(postgres_server, "q55_b_" + uuid.uuid4().hex[:6], *setup) as name:
-        report = _suite(pytester, {"type": "sqlalchemy", "url": postgres_server.readonly_url(name)}, {
+        report = _suite(pytester, {"type": "sqlalchemy", "trusted_routines": ["*"], "url": postgres_server.readonly_url(name)}, {
             "tool": ({"trajectory": [call("c1", "run_query", _QUERY), tool("c1", "xy")]},
                      agent, gates),
             "final": ({"predicted": _QUERY, "trajectory": []}, agent, gates)})

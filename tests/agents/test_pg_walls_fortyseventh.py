@@ -163,7 +163,7 @@ def _end_to_end(pytester: pytest.Pytester, postgres_server: Any, database: str,
              for name in bodies}
     cases["honest"] = ({"trajectory": [call("c1", "run_query", _HONEST), tool("c1", "25")]},
                        agent, GATES)
-    return _suite(pytester, {"type": "sqlalchemy",
+    return _suite(pytester, {"type": "sqlalchemy", "trusted_routines": ["*"],
                              "url": postgres_server.readonly_url(database)}, cases)
 
 
@@ -187,7 +187,7 @@ def test_a_routine_reading_statistics_on_each_plan_time_route_is_counted(
                  for form, (sql, _) in counted_reads.FORMS.items()}
         cases["honest"] = ({"trajectory": [call("c1", "run_query", counted_reads._HONEST),
                                            tool("c1", "25")]}, agent, GATES)
-        report = _suite(pytester, {"type": "sqlalchemy",
+        report = _suite(pytester, {"type": "sqlalchemy", "trusted_routines": ["*"],
                                    "url": postgres_server.readonly_url(name)}, cases)
     got = {form: report.by_id[form]["metrics"].get("forbidden_tables") for form in cases}
     assert got == {**dict.fromkeys(counted_reads.FORMS, 1.0), "honest": 0.0}, got
@@ -271,7 +271,7 @@ def test_the_second_round_routes_are_refused_as_write_attempts(
                      for form, sql in _SECOND.items()}
             cases["honest"] = ({"trajectory": [call("c1", "run_query", _HONEST),
                                                tool("c1", "1")]}, {}, {"write_attempts": {"max": 0}})
-            report = _suite(pytester, {"type": "sqlalchemy",
+            report = _suite(pytester, {"type": "sqlalchemy", "trusted_routines": ["*"],
                                        "url": postgres_server.readonly_url(name)}, cases)
             assert victim.execute("SELECT 1").fetchone() == (1,)
         finally:

@@ -77,7 +77,7 @@ def _source(server: Any, database: str, isolation: str = "thread") -> Any:
     pytest.importorskip("sqlalchemy")
     from pytest_queryeval.sources.sqlalchemy import SqlAlchemySource
 
-    return SqlAlchemySource("pg", server.readonly_url(database), isolation=isolation)
+    return SqlAlchemySource("pg", server.readonly_url(database), isolation=isolation, trusted_routines=["*"])
 
 
 def _counted_read(source: Any, sql: str) -> set[str]:
@@ -210,12 +210,12 @@ def test_end_to_end_the_hostile_calls_fail_and_the_honest_one_passes(
              for name, (sql, table) in forms.items()}
     setup = [s for s in _setup(postgres_server.readonly_user) if " cw" not in s]
     with _database(postgres_server, "q46p_" + uuid.uuid4().hex[:6], *setup) as plain:
-        report = _suite(pytester, {"type": "sqlalchemy", "timeout": 2,
+        report = _suite(pytester, {"type": "sqlalchemy", "trusted_routines": ["*"], "timeout": 2,
                                    "url": postgres_server.readonly_url(plain)}, cases)
     assert_verdicts(report, cases)
     caught = {"caught-dd": "SELECT 'x'::cwdd AS v", "caught-array": "SELECT '{x}'::cwda AS v",
               "honest": "SELECT count(*) FROM genre"}
-    report = _suite(pytester, {"type": "sqlalchemy", "timeout": 2,
+    report = _suite(pytester, {"type": "sqlalchemy", "trusted_routines": ["*"], "timeout": 2,
                                "url": postgres_server.readonly_url(hostile)}, {
         cid: ({"trajectory": [call("c1", "run_query", sql), tool("c1", "x")]},
               {"forbidden_tables": ["employee"]}, GATES) for cid, sql in caught.items()})

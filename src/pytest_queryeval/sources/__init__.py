@@ -159,7 +159,7 @@ SOURCE_TYPES: dict[str, SourceType] = {
     "sqlalchemy": SourceType("pytest_queryeval.sources.sqlalchemy:SqlAlchemySource",
                              frozenset({"url", "timeout", "max_rows", "max_bytes", "version",
                                         "schema", "engine_options", "allow_privileged",
-                                        "isolation", "max_memory"}),
+                                        "isolation", "max_memory", "trusted_routines"}),
                              url_dialect, sql=True, plugin_keys=True, neighbours="postgres",
                              # PostgreSQL; a sqlite: or duckdb: URL was always let through
                              tasks=frozenset({"postgres", "sqlite", "duckdb"}),

@@ -22,6 +22,7 @@ from typing import Any
 from .pgtamper import AFTER_INITDB, TAMPERED_SQL
 
 __all__ = [
+    "BUILDERS_SQL",
     "CALLED_UNCHECKED",
     "ESCAPES_SQL",
     "EXPRESSIONS",
@@ -220,6 +221,28 @@ _BUILT_BY = (f"(({TEXT}) OPERATOR(pg_catalog.~*) '{_BUILT}' OR {{q}}.prolang "
              "OPERATOR(pg_catalog.<>) ALL (SELECT l.oid FROM pg_catalog.pg_language l WHERE "
              "l.lanname OPERATOR(pg_catalog.=) ANY "
              "(ARRAY['sql', 'plpgsql', 'internal', 'c']::pg_catalog.name[])))")
+
+#: Every routine of the database (an extension's own aside) that builds what it runs or is in
+#: a language no reading follows (:data:`_BUILT_BY`) and that the role reaches: it may
+#: execute it, or the server calls it unchecked (a type's, a range's, an operator's, a
+#: cast's, an aggregate's, an operator class's). Such a routine could set parallel query on
+#: around its reads, where the counts do not see them, and the server runs it where no query
+#: names it: a type's ``typmod_in`` or ``send``, a range's ``subtype_diff`` estimating a
+#: multirange column, a domain's ``CHECK`` on a routine's ``OUT`` column (the sixty-first
+#: re-probe's T1 to T4; each round before found another spelling of a name).
+BUILDERS_SQL = f"""
+SELECT pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.'
+         OPERATOR(pg_catalog.||) pg_catalog.quote_ident(p.proname) OPERATOR(pg_catalog.||) '('
+         OPERATOR(pg_catalog.||) pg_catalog.pg_get_function_identity_arguments(p.oid)
+         OPERATOR(pg_catalog.||) ')',
+       n.nspname::pg_catalog.text OPERATOR(pg_catalog.||) '.'
+         OPERATOR(pg_catalog.||) p.proname::pg_catalog.text
+FROM pg_catalog.pg_proc p
+JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+WHERE p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid AND NOT {_EXTENSION_MEMBER}
+  AND {_BUILT_BY.format(q="p")} AND {_REACHED}
+ORDER BY 1
+"""
 
 #: (kind, name, how many of that kind) for every route the current role can take; the
 #: names are cut to five a kind. The routines are those the role, or a role it may become,

@@ -29,10 +29,21 @@ from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any, NamedTuple
 
-from .pgescape import EXPRESSIONS, TEXT, TREES
+from .pgescape import BUILDERS_SQL, EXPRESSIONS, TEXT, TREES
 
-__all__ = ["COUNTING", "SAVEPOINT", "SERIAL_OPTIONS", "Blinders", "blinders", "counted",
-           "counters", "serial", "still_serial", "touched"]
+__all__ = [
+    "COUNTING",
+    "SAVEPOINT",
+    "SERIAL_OPTIONS",
+    "Blinders",
+    "blinders",
+    "builder",
+    "counted",
+    "counters",
+    "serial",
+    "still_serial",
+    "touched",
+]
 
 #: Whether the statements run now are an agent case's, whose reads are counted: the counts
 #: cost four round trips a statement, which a prediction outside an agent case does not pay.
@@ -225,9 +236,10 @@ class Blinders(NamedTuple):
 
 
 def blinders(rows: Callable[[str], Sequence[Sequence[Any]]],
-             parameter_privileges: bool) -> Blinders:
+             parameter_privileges: bool, trusted: Sequence[str] = ()) -> Blinders:
     """Why the counts could be blinded on this database and role: what :func:`serial`
-    raises."""
+    raises. ``trusted``: the routines the datasource's ``trusted_routines`` vouches for
+    (:func:`builder`)."""
     found = list(rows(blinders_sql(parameter_privileges)))
     reset = ""
     for routine, text, hit, _, resets in found:
@@ -244,10 +256,33 @@ def blinders(rows: Callable[[str], Sequence[Sequence[Any]]],
             reset = (f"{what} runs RESET ALL, and the session's own values of parallel query "
                      "are not off (its connection was opened without the startup options "
                      f"{SERIAL_OPTIONS!r}): what it reads after it might not be counted")
+    if built := builder(rows, trusted):
+        return Blinders(built)
     if any(privileged for _, _, _, privileged, _ in found):
         return Blinders("the role may SET track_counts (a parameter privilege): a query could "
                         "turn the counts off")
     return Blinders("", reset)
+
+
+def builder(rows: Callable[[str], Sequence[Sequence[Any]]], trusted: Sequence[str]) -> str:
+    """Why a routine of the database could blind the counts though no text names a setting:
+    it builds what it runs (:data:`.pgescape.BUILDERS_SQL`), so it may set parallel query on
+    around its reads, and the server runs it where no query names it; "" when there is none
+    the datasource's ``trusted_routines`` does not vouch for (``schema.name``, ``name``, or
+    ``*`` for every routine)."""
+    vouched = {str(n).lower() for n in trusted}
+    for signature, name in rows(BUILDERS_SQL):
+        if "*" in vouched or str(name).lower() in vouched \
+                or str(name).lower().partition(".")[2] in vouched:
+            continue
+        return (f"the database's routine {signature} builds the statements it runs (EXECUTE, "
+                "a builtin running SQL given as text) or is in a language no reading here "
+                "follows: the server may run it where no query names it (a type's or a "
+                "range's support routine, a domain's CHECK), and it could set parallel query "
+                "on around what it reads, which would then not be counted (list it under the "
+                "datasource's trusted_routines if it sets no such setting, or drop it or "
+                "move it out of the role's reach)")
+    return ""
 
 
 #: Parallel query still off, and the counts on, after a counted statement: a routine's

@@ -38,7 +38,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, quote_plus, unquote
@@ -181,7 +181,8 @@ class SqlAlchemySource(SourceDefaults):
                  max_rows: int = DEFAULT_MAX_ROWS, version: str | int | None = None,
                  schema: str | None = None, engine_options: dict[str, Any] | None = None,
                  max_bytes: int = DEFAULT_MAX_BYTES, allow_privileged: bool = False,
-                 isolation: str = "process", max_memory: int = DEFAULT_MAX_MEMORY) -> None:
+                 isolation: str = "process", max_memory: int = DEFAULT_MAX_MEMORY,
+                 trusted_routines: Sequence[str] = ()) -> None:
         if not isinstance(url, str) or "://" not in url:
             raise ConfigError("'url' must be a SQLAlchemy URL (dialect+driver://...)",
                               key=f"datasources.{name}.url")
@@ -198,6 +199,7 @@ class SqlAlchemySource(SourceDefaults):
             raise ConfigError(f"must be true or false, not {allow_privileged!r}",
                               key=f"datasources.{name}.allow_privileged")
         self.allow_privileged = allow_privileged
+        self.trusted_routines = _trusted_names(name, trusted_routines)
         self.isolation = check_isolation(name, isolation)
         self.max_memory = positive_int(max_memory, name, "max_memory")
         self._box: Sandbox | None = None
@@ -579,7 +581,7 @@ class SqlAlchemySource(SourceDefaults):
         # execution_options (mappings) made it unhashable
         return (self.name, self._url, self.timeout, self.max_rows, self.version, self.schema,
                 json.dumps(self.engine_options, sort_keys=True, default=repr), self.max_bytes,
-                self.allow_privileged)
+                self.allow_privileged, self.trusted_routines)
 
     def _sandbox(self) -> tuple[Sandbox, tuple[Any, ...]]:
         """The shared worker and what it builds this source from (made on first use)."""
@@ -733,7 +735,7 @@ class SqlAlchemySource(SourceDefaults):
         if self._blinded is None:
             self._blinded = pgreads.blinders(
                 lambda sql: _unstreamed(conn, sql),
-                (conn.dialect.server_version_info or (0,)) >= (15,))
+                (conn.dialect.server_version_info or (0,)) >= (15,), self.trusted_routines)
         return self._blinded
 
     def _file_tables_of(self, conn: Connection) -> frozenset[str]:
@@ -964,11 +966,11 @@ def _worker_source(spec: tuple[Any, ...]) -> SqlAlchemySource:
     src = sources.get(spec)
     if src is None:
         name, url, default_timeout, default_rows, version, schema, options, max_bytes, \
-            privileged = spec
+            privileged, trusted = spec
         src = sources[spec] = SqlAlchemySource(
             name, url, timeout=default_timeout, max_rows=default_rows, version=version,
             schema=schema, engine_options=json.loads(options), max_bytes=max_bytes,
-            allow_privileged=privileged, isolation="thread")
+            allow_privileged=privileged, isolation="thread", trusted_routines=trusted)
     return src
 
 
@@ -1199,6 +1201,16 @@ def _cells(batch: Iterable[Iterable[object]]) -> list[tuple[Any, ...]]:
 _CONVERTED = (list, dict, memoryview)
 
 
+
+
+def _trusted_names(name: str, value: object) -> tuple[str, ...]:
+    """``trusted_routines``: routine names (``schema.name``, ``name``, ``*``) the datasource
+    vouches set no counting setting (:func:`.pgreads.builder`)."""
+    if not isinstance(value, list | tuple) or not all(
+            isinstance(n, str) and n.strip() for n in value):
+        raise ConfigError("must be a list of routine names (schema.name or name), or ['*'], "
+                          f"not {value!r}", key=f"datasources.{name}.trusted_routines")
+    return tuple(n.strip() for n in value)
 
 
 def _first_line(e: object) -> str:
