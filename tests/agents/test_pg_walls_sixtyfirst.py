@@ -56,6 +56,12 @@ def _forms(role: str) -> dict[str, tuple[str, list[str]]]:
             "CREATE FUNCTION public.t61_tmin(cstring[]) RETURNS int LANGUAGE plpgsql VOLATILE "
             "AS $f$" + _read(role) + "RETURN 5; END$f$",
             "ALTER TYPE public.citext SET (TYPMOD_IN = public.t61_tmin)"]),
+        "t1-an-extensions-member": (f"SELECT 'x'::public.citext(5)::text AS a, {_LEAK}", [
+            "CREATE EXTENSION citext",
+            "CREATE FUNCTION public.t61_tmin(cstring[]) RETURNS int LANGUAGE plpgsql VOLATILE "
+            "AS $f$" + _read(role) + "RETURN 5; END$f$",
+            "ALTER EXTENSION citext ADD FUNCTION public.t61_tmin(cstring[])",
+            "ALTER TYPE public.citext SET (TYPMOD_IN = public.t61_tmin)"]),
         "t2-subtype-diff-of-a-multirange": (
             f"SELECT count(*) AS a, {_LEAK} FROM public.m61 WHERE m <@ '{{[1,50)}}'::public.mr61",
             [hidden, "CREATE FUNCTION public.r61_diff(float8, float8) RETURNS float8 LANGUAGE "
@@ -85,7 +91,8 @@ def _cases(query: str) -> dict[str, tuple[dict[str, Any], dict[str, Any], dict[s
             "final": ({"predicted": query, "trajectory": []}, agent, gates)}
 
 
-@pytest.mark.parametrize("form", ["t1-typmod-in", "t2-subtype-diff-of-a-multirange",
+@pytest.mark.parametrize("form", ["t1-typmod-in", "t1-an-extensions-member",
+                                  "t2-subtype-diff-of-a-multirange",
                                   "t3-multirange-over-a-domain", "t4-second-out-column"])
 def test_a_routine_the_server_runs_unnamed_makes_the_counts_unknown(
         pytester: pytest.Pytester, postgres_server: Any, form: str) -> None:

@@ -222,7 +222,8 @@ _BUILT_BY = (f"(({TEXT}) OPERATOR(pg_catalog.~*) '{_BUILT}' OR {{q}}.prolang "
              "l.lanname OPERATOR(pg_catalog.=) ANY "
              "(ARRAY['sql', 'plpgsql', 'internal', 'c']::pg_catalog.name[])))")
 
-#: Every routine of the database (an extension's own aside) that builds what it runs or is in
+#: Every routine of the database (an extension's too: a superuser's ``ALTER EXTENSION ... ADD
+#: FUNCTION`` makes any routine one; no contrib extension ships one) that builds what it runs or is in
 #: a language no reading follows (:data:`_BUILT_BY`) and that the role reaches: it may
 #: execute it, or the server calls it unchecked (a type's, a range's, an operator's, a
 #: cast's, an aggregate's, an operator class's). Such a routine could set parallel query on
@@ -239,7 +240,7 @@ SELECT pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.'
          OPERATOR(pg_catalog.||) p.proname::pg_catalog.text
 FROM pg_catalog.pg_proc p
 JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
-WHERE p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid AND NOT {_EXTENSION_MEMBER}
+WHERE p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
   AND {_BUILT_BY.format(q="p")} AND {_REACHED}
 ORDER BY 1
 """
