@@ -25,6 +25,7 @@ from tests.cypher import test_cypher_fortysixth as fortysixth
 from tests.cypher import test_cypher_fortythird as fortythird
 from tests.cypher import test_cypher_sixtieth as sixtieth
 from tests.cypher import test_cypher_sixtyfirst as sixtyfirst
+from tests.cypher import test_cypher_sixtysecond as sixtysecond
 from tests.cypher import test_cypher_thirtyninth as thirtyninth
 from tests.cypher.test_cypher_thirtyninth import _unrehearsed
 
@@ -35,7 +36,8 @@ ROUNDS = {"thirtyninth": thirtyninth, "fortyfirst": fortyfirst, "fortythird": fo
           "fiftythird": fiftythird, "fiftyfourth": fiftyfourth,
           "fiftysixth": fiftysixth, "fiftyseventh": fiftyseventh,
           "fiftyeighth": fiftyeighth, "fiftyninth": fiftyninth,
-          "sixtieth": sixtieth, "sixtyfirst": sixtyfirst}
+          "sixtieth": sixtieth, "sixtyfirst": sixtyfirst,
+          "sixtysecond": sixtysecond}
 _REFUSED = [(round_, name) for round_, module in ROUNDS.items() for name in sorted(module.REFUSED)]
 _SENT = [(round_, k) for round_, module in ROUNDS.items() for k in range(len(module.SENT))]
 

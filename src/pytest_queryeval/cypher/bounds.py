@@ -858,9 +858,14 @@ def _stated_sizes(code: Sequence[Token], scopes: list[tuple[int, ...]],
             size = UNBOUNDED_ROWS
         if keyword == "UNWIND" and size is not None:
             out[start] = size
+        # never lowered nor forgotten: a name rebound inside ``CALL { }`` is the outer one again
+        # past it, and ``WITH 'a' AS t, t AS u`` gives ``u`` the old ``t`` (the sixty-second
+        # re-probe's K1 to K5: a stated range or a built text shadowed so, then sorted)
         name = code[i + 1].text.strip("`")
-        named[name] = None if keyword == "UNWIND" and size != UNBOUNDED_ROWS else size
-        (built.add if _built_text(code, (start, i), built) else built.discard)(name)
+        bound = None if keyword == "UNWIND" and size != UNBOUNDED_ROWS else size
+        named[name] = max(named.get(name) or 0, bound or 0) or None
+        if _built_text(code, (start, i), built):
+            built.add(name)
     return out
 
 

@@ -207,10 +207,15 @@ TREES = """
     UNION ALL SELECT 'pg_catalog.pg_class'::pg_catalog.regclass, k.partrelid,
            k.partexprs::pg_catalog.text FROM pg_catalog.pg_partitioned_table k
 """
+#: (A C or ``internal`` routine's text is its symbol: ``tsquery_rewrite_query`` is
+#: ``ts_rewrite(tsquery, text)`` under any name, and xml2's ``xpath_table`` runs the query it
+#: builds from its arguments: each set parallel query on around a read, the sixty-second
+#: re-probe's A, B, E. ``u&`` starts a word: ``'menu&drinks'`` is no escape, 62a D.)
 #: A body that may name them where no text does: a statement built at run time (``EXECUTE
 #: 'SELECT pg_' || 'terminate' || ...`` in an aggregate's state function ended another session:
 #: the forty-eighth re-probe's S2), a builtin running SQL given as text, a Unicode-escaped name.
-_BUILT = ("\\mexecute\\M|query_to_xml|cursor_to_xml|ts_stat|ts_rewrite|crosstab|connectby|u&"
+_BUILT = ("\\mexecute\\M|query_to_xml|cursor_to_xml|ts_stat|ts_rewrite|tsquery_rewrite"
+          "|crosstab|connectby|xpath_table|dblink|\\mu&"
           "|\\mdo\\M\\s+(e?''|\\$|language)")
 #: A condition: routine ``{q}`` builds what it runs (:data:`_BUILT`) or is in a language no
 #: reading follows. Read for the routines of the slots the server calls with no query naming
