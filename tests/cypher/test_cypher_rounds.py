@@ -26,6 +26,7 @@ from tests.cypher import test_cypher_fortythird as fortythird
 from tests.cypher import test_cypher_sixtieth as sixtieth
 from tests.cypher import test_cypher_sixtyfirst as sixtyfirst
 from tests.cypher import test_cypher_sixtysecond as sixtysecond
+from tests.cypher import test_cypher_sixtythird as sixtythird
 from tests.cypher import test_cypher_thirtyninth as thirtyninth
 from tests.cypher.test_cypher_thirtyninth import _unrehearsed
 
@@ -37,7 +38,8 @@ ROUNDS = {"thirtyninth": thirtyninth, "fortyfirst": fortyfirst, "fortythird": fo
           "fiftysixth": fiftysixth, "fiftyseventh": fiftyseventh,
           "fiftyeighth": fiftyeighth, "fiftyninth": fiftyninth,
           "sixtieth": sixtieth, "sixtyfirst": sixtyfirst,
-          "sixtysecond": sixtysecond}
+          "sixtysecond": sixtysecond,
+          "sixtythird": sixtythird}
 _REFUSED = [(round_, name) for round_, module in ROUNDS.items() for name in sorted(module.REFUSED)]
 _SENT = [(round_, k) for round_, module in ROUNDS.items() for k in range(len(module.SENT))]
 

@@ -29,6 +29,7 @@ __all__ = [
     "EXTENSION_MEMBER",
     "MAY_EXECUTE",
     "REVOCABLE_KINDS",
+    "RUNNERS_SQL",
     "TEXT",
     "TREES",
     "TYPE_MEMBER",
@@ -248,6 +249,48 @@ JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
 WHERE p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
   AND {_BUILT_BY.format(q="p")} AND {_REACHED}
 ORDER BY 1
+"""
+
+#: The database's objects that call a C or ``internal`` routine running SQL given as text
+#: (:data:`_BUILT` on its symbol: ``query_to_xml``, ``ts_rewrite``'s ``tsquery_rewrite_query``,
+#: a builtin's too) where no routine's text shows it: an operator's or a cast's function, an
+#: aggregate's, and any stored expression tree (a view's, a domain's ``CHECK``, a default, an
+#: index...). ``CREATE OPERATOR #~# (..., FUNCTION = pg_catalog.ts_rewrite)``, an aggregate
+#: over it, a view over ``query_to_xml(c.q, ...)`` of a table's rows, ran ``set_config`` held
+#: as data around a read, and no count saw it (the sixty-third re-probe's A, B, B2).
+RUNNERS_SQL = rf"""
+WITH r AS (
+  SELECT p.oid FROM pg_catalog.pg_proc p
+  JOIN pg_catalog.pg_language l ON l.oid OPERATOR(pg_catalog.=) p.prolang
+  WHERE l.lanname OPERATOR(pg_catalog.=) ANY (ARRAY['internal', 'c']::pg_catalog.name[])
+    AND p.prosrc OPERATOR(pg_catalog.~*) '{_BUILT}'
+)
+SELECT 'operator ' OPERATOR(pg_catalog.||) o.oid::pg_catalog.regoperator::pg_catalog.text
+FROM pg_catalog.pg_operator o
+WHERE o.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+  AND ARRAY[o.oprcode, o.oprrest, o.oprjoin]::pg_catalog.oid[] OPERATOR(pg_catalog.&&)
+      ARRAY(SELECT r.oid FROM r)
+UNION ALL
+SELECT 'aggregate ' OPERATOR(pg_catalog.||) g.aggfnoid::pg_catalog.regprocedure::pg_catalog.text
+FROM pg_catalog.pg_aggregate g
+WHERE g.aggfnoid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+  AND ARRAY[g.aggtransfn, g.aggfinalfn, g.aggcombinefn, g.aggserialfn, g.aggdeserialfn,
+            g.aggmtransfn, g.aggminvtransfn, g.aggmfinalfn]::pg_catalog.oid[]
+      OPERATOR(pg_catalog.&&) ARRAY(SELECT r.oid FROM r)
+UNION ALL
+SELECT 'cast ' OPERATOR(pg_catalog.||) pg_catalog.pg_describe_object(
+         'pg_catalog.pg_cast'::pg_catalog.regclass, c.oid, 0)
+FROM pg_catalog.pg_cast c
+WHERE c.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+  AND c.castfunc OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT r.oid FROM r))
+UNION ALL
+SELECT pg_catalog.pg_describe_object(s.cls, s.obj, 0)
+FROM ({TREES}) AS s CROSS JOIN r
+WHERE s.obj OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid
+  AND s.tree OPERATOR(pg_catalog.~) (':funcid ' OPERATOR(pg_catalog.||)
+      r.oid::pg_catalog.text OPERATOR(pg_catalog.||) '\M')
+ORDER BY 1
+LIMIT 1
 """
 
 #: (kind, name, how many of that kind) for every route the current role can take; the

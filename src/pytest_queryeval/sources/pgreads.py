@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any, NamedTuple
 
-from .pgescape import BUILDERS_SQL, EXPRESSIONS, TEXT, TREES
+from .pgescape import BUILDERS_SQL, EXPRESSIONS, RUNNERS_SQL, TEXT, TREES
 
 __all__ = [
     "COUNTING",
@@ -271,6 +271,12 @@ def builder(rows: Callable[[str], Sequence[Sequence[Any]]], trusted: Sequence[st
     the datasource's ``trusted_routines`` does not vouch for (``schema.name``, ``name``, or
     ``*`` for every routine)."""
     vouched = {str(n).lower() for n in trusted}
+    if "*" not in vouched:
+        for (what,) in rows(RUNNERS_SQL):
+            return (f"the database's {what} runs a builtin that runs SQL given as text "
+                    "(query_to_xml, ts_rewrite...), so SQL held as data (a table's rows) may "
+                    "set parallel query on around what it reads, which would then not be "
+                    "counted (drop it, or vouch for the database with trusted_routines: ['*'])")
     for signature, name in rows(BUILDERS_SQL):
         if "*" in vouched or str(name).lower() in vouched \
                 or str(name).lower().partition(".")[2] in vouched:
