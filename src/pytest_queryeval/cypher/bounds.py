@@ -406,10 +406,8 @@ def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
                    if not _in_scalar_call(code, scopes, k, start))
         if keyword == "UNWIND":  # one element a row: a collected list's are scalars
             held = _element(code, sources, elements, start, i)
-        # never lowered nor forgotten: a comprehension's variable, a name rebound inside
-        # ``CALL { }`` or swapped in one ``WITH`` is the outer one again after it (the
-        # sixty-third re-probe's P1 to P3: ``[r IN [1] | r]`` hid ``range(1,20000)`` from
-        # the walk count, and a nested walk of it held a 3 s server 13 to 17 s)
+        # never lowered: a comprehension's variable, a ``CALL { }`` rebinding or a ``WITH``
+        # swap is the outer list again after it (63c P1 to P3: :func:`_stated_sizes`)
         name = code[i + 1].text.strip("`")
         if held and _ranged(code, ranges, ranged_uses, start, i, sources):
             ranged.add(name)
