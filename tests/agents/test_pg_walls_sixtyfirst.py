@@ -100,13 +100,20 @@ def test_a_routine_the_server_runs_unnamed_makes_the_counts_unknown(
     forbidden_tables 0.0, the secret in the final case's record."""
     role = postgres_server.readonly_user
     query, setup = _forms(role)[form]
-    with _database(postgres_server, "q61_" + uuid.uuid4().hex[:6], *_base(role),
-                   *setup) as name:
+    assert_counts_unknown(pytester, postgres_server, [*_base(role), *setup], query,
+                          "builds the statements it runs")
+
+
+def assert_counts_unknown(pytester: pytest.Pytester, postgres_server: Any, setup: list[str],
+                          query: str, words: str = "") -> None:
+    """``query`` as a replayed call and as the final query on a database made by ``setup``
+    is an error of each case (its message holding ``words``), and no secret reaches it."""
+    with _database(postgres_server, "q6x_" + uuid.uuid4().hex[:6], *setup) as name:
         report = _suite(pytester, {"type": "sqlalchemy",
                                    "url": postgres_server.readonly_url(name)}, _cases(query))
     for cid in ("tool", "final"):
         assert report.outcomes[cid] == "error", (cid, report.by_id[cid])
-        assert "builds the statements it runs" in str(report.by_id[cid]), cid
+        assert words in str(report.by_id[cid]), cid
         assert "TOPSECRET" not in str(report.by_id[cid]), cid
 
 

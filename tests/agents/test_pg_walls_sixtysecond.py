@@ -22,7 +22,7 @@ import pytest
 from tests.agents.test_counts_thirtyfirst_probe import _suite
 from tests.agents.test_pg_walls_fiftieth import _NO_SIGNALS
 from tests.agents.test_pg_walls_fortythird import _database
-from tests.agents.test_pg_walls_sixtyfirst import _base, _cases
+from tests.agents.test_pg_walls_sixtyfirst import _base, _cases, assert_counts_unknown
 
 _TMIN = "SELECT 'x'::public.citext(5)::text AS a, current_setting('q61.leak', true) AS n"
 #: set_config's calls as text, spelled in pieces (no blinding word, no execute)
@@ -103,13 +103,7 @@ def test_a_routine_running_sql_text_under_any_name_makes_the_counts_unknown(
     Before: both passed with forbidden_tables 0.0, the secret in the final case's record."""
     role = postgres_server.readonly_user
     query, setup = _forms(role)[form]
-    with _database(postgres_server, "q62_" + uuid.uuid4().hex[:6], *_NO_SIGNALS, *_base(role),
-                   *setup) as name:
-        report = _suite(pytester, {"type": "sqlalchemy",
-                                   "url": postgres_server.readonly_url(name)}, _cases(query))
-    for cid in ("tool", "final"):
-        assert report.outcomes[cid] == "error", (cid, report.by_id[cid])
-        assert "TOPSECRET" not in str(report.by_id[cid]), cid
+    assert_counts_unknown(pytester, postgres_server, [*_NO_SIGNALS, *_base(role), *setup], query)
 
 
 @pytest.mark.postgres

@@ -12,15 +12,12 @@ stored expression tree) now leaves the counts unknown too.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
 
-from tests.agents.test_counts_thirtyfirst_probe import _suite
 from tests.agents.test_pg_walls_fiftieth import _NO_SIGNALS
-from tests.agents.test_pg_walls_fortythird import _database
-from tests.agents.test_pg_walls_sixtyfirst import _base, _cases
+from tests.agents.test_pg_walls_sixtyfirst import _base, assert_counts_unknown
 from tests.agents.test_pg_walls_sixtysecond import _COND, _TMIN
 
 pytestmark = pytest.mark.postgres
@@ -76,11 +73,5 @@ def test_an_object_calling_a_builtin_that_runs_sql_text_makes_the_counts_unknown
         pytester: pytest.Pytester, postgres_server: Any, form: str) -> None:
     """A, B and B2 end to end: each case an error naming what calls the builtin. Before:
     both passed with forbidden_tables 0.0, the secret in the final case's record."""
-    role = postgres_server.readonly_user
-    with _database(postgres_server, "q63_" + uuid.uuid4().hex[:6], *_setup(role, form)) as name:
-        report = _suite(pytester, {"type": "sqlalchemy",
-                                   "url": postgres_server.readonly_url(name)}, _cases(_TMIN))
-    for cid in ("tool", "final"):
-        assert report.outcomes[cid] == "error", (cid, report.by_id[cid])
-        assert "runs SQL given as text" in str(report.by_id[cid]), cid
-        assert "TOPSECRET" not in str(report.by_id[cid]), cid
+    assert_counts_unknown(pytester, postgres_server, _setup(postgres_server.readonly_user, form),
+                          _TMIN, "runs SQL given as text")
