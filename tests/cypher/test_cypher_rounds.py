@@ -25,6 +25,7 @@ from tests.cypher import test_cypher_fortysixth as fortysixth
 from tests.cypher import test_cypher_fortythird as fortythird
 from tests.cypher import test_cypher_sixtieth as sixtieth
 from tests.cypher import test_cypher_sixtyfirst as sixtyfirst
+from tests.cypher import test_cypher_sixtyfourth as sixtyfourth
 from tests.cypher import test_cypher_sixtysecond as sixtysecond
 from tests.cypher import test_cypher_sixtythird as sixtythird
 from tests.cypher import test_cypher_thirtyninth as thirtyninth
@@ -39,7 +40,7 @@ ROUNDS = {"thirtyninth": thirtyninth, "fortyfirst": fortyfirst, "fortythird": fo
           "fiftyeighth": fiftyeighth, "fiftyninth": fiftyninth,
           "sixtieth": sixtieth, "sixtyfirst": sixtyfirst,
           "sixtysecond": sixtysecond,
-          "sixtythird": sixtythird}
+          "sixtythird": sixtythird, "sixtyfourth": sixtyfourth}
 _REFUSED = [(round_, name) for round_, module in ROUNDS.items() for name in sorted(module.REFUSED)]
 _SENT = [(round_, k) for round_, module in ROUNDS.items() for k in range(len(module.SENT))]
 

@@ -172,6 +172,16 @@ _CATALOGS: dict[str, str] = {
         "(ARRAY[r.rngsubdiff, r.rngcanonical]::pg_catalog.oid[]) "
         "WHERE a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped "
         "AND p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid",
+        # and any value of a range or a type calls them, which a constructor, a cast or a
+        # literal makes where no column leads: a range's canonical reading pg_stats returned
+        # sales.orders' values as the bound of ``lower(r64('a', 'b'))`` (64a R)
+        f"SELECT n.nspname::text, p.proname::text, 'SELECT ' || quote_ident(p.proname) "
+        f"|| '()', 'always' FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+        f"WHERE p.oid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT pg_catalog.unnest(ARRAY["
+        f"r.rngcanonical, r.rngsubdiff]::pg_catalog.oid[]) FROM pg_range r UNION ALL "
+        f"SELECT pg_catalog.unnest(ARRAY[t.typinput, t.typoutput, t.typreceive, t.typsend, "
+        f"t.typmodin, t.typmodout, t.typanalyze, t.typsubscript]::pg_catalog.oid[]) "
+        f"FROM pg_type t)) AND {_own('p.oid')}",
         # the planner evaluates a table's index expressions, partial-index predicates and
         # CHECK constraints when it plans a read of it (a partial index ON genre WHERE
         # ixp(), ixp reading employee, made every read of genre read employee: the

@@ -242,8 +242,11 @@ SELECT pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.'
          OPERATOR(pg_catalog.||) pg_catalog.quote_ident(p.proname) OPERATOR(pg_catalog.||) '('
          OPERATOR(pg_catalog.||) pg_catalog.pg_get_function_identity_arguments(p.oid)
          OPERATOR(pg_catalog.||) ')',
-       n.nspname::pg_catalog.text OPERATOR(pg_catalog.||) '.'
-         OPERATOR(pg_catalog.||) p.proname::pg_catalog.text
+       pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.'
+         OPERATOR(pg_catalog.||) pg_catalog.quote_ident(p.proname) OPERATOR(pg_catalog.||) '('
+         OPERATOR(pg_catalog.||) pg_catalog.oidvectortypes(p.proargtypes)
+         OPERATOR(pg_catalog.||) ')',
+       pg_catalog.quote_ident(n.nspname), pg_catalog.quote_ident(p.proname)
 FROM pg_catalog.pg_proc p
 JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
 WHERE p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid

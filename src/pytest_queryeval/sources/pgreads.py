@@ -270,16 +270,15 @@ def builder(rows: Callable[[str], Sequence[Sequence[Any]]], trusted: Sequence[st
     around its reads, and the server runs it where no query names it; "" when there is none
     the datasource's ``trusted_routines`` does not vouch for (``schema.name``, ``name``, or
     ``*`` for every routine)."""
-    vouched = {str(n).lower() for n in trusted}
+    vouched = {_as_written(str(n)) for n in trusted}
     if "*" not in vouched:
         for (what,) in rows(RUNNERS_SQL):
             return (f"the database's {what} runs a builtin that runs SQL given as text "
                     "(query_to_xml, ts_rewrite...), so SQL held as data (a table's rows) may "
                     "set parallel query on around what it reads, which would then not be "
                     "counted (drop it, or vouch for the database with trusted_routines: ['*'])")
-    for signature, name in rows(BUILDERS_SQL):
-        if "*" in vouched or str(name).lower() in vouched \
-                or str(name).lower().partition(".")[2] in vouched:
+    for signature, types, schema, name in rows(BUILDERS_SQL):
+        if "*" in vouched or not vouched.isdisjoint(_vouching(signature, types, schema, name)):
             continue
         return (f"the database's routine {signature} builds the statements it runs (EXECUTE, "
                 "a builtin running SQL given as text) or is in a language no reading here "
@@ -289,6 +288,31 @@ def builder(rows: Callable[[str], Sequence[Sequence[Any]]], trusted: Sequence[st
                 "datasource's trusted_routines if it sets no such setting, or drop it or "
                 "move it out of the role's reach)")
     return ""
+
+
+def _vouching(signature: str, types: str, schema: str, name: str) -> frozenset[str]:
+    """The ``trusted_routines`` entries (:func:`_as_written`) that vouch for the routine the
+    server quotes ``schema.name``: its signature, with or without its arguments' names, which
+    names it alone; its qualified name and its name, each of which names every overload. The
+    schema and the name are the catalog's own fields, never a cut of their joined text:
+    ``evil."public.helper"(text)`` was vouched for by ``public.helper`` and set parallel query
+    on around a read no count saw (64a V2)."""
+    return frozenset(_as_written(t) for t in (signature, types, f"{schema}.{name}", name))
+
+
+def _as_written(text: str) -> str:
+    """A routine's name or signature as the server reads it: folded to lower case but inside
+    double quotes, and with no white space but one between two words (``"Public".helper (t
+    text)`` is ``"Public".helper(t text)``), so an entry matches a name the way a query's
+    name does."""
+    out: list[str] = []
+    for k, part in enumerate(re.split(r'("(?:[^"]|"")*")', text)):
+        if k % 2:
+            out.append(part)
+            continue
+        part = re.sub(r"\s*([(),.])\s*", r"\1", " ".join(part.split()).lower())
+        out.append(part)
+    return "".join(out).strip()
 
 
 #: Parallel query still off, and the counts on, after a counted statement: a routine's

@@ -1208,7 +1208,7 @@ def _trusted_names(name: str, value: object) -> tuple[str, ...]:
     vouches set no counting setting (:func:`.pgreads.builder`)."""
     if not isinstance(value, list | tuple) or not all(
             isinstance(n, str) and n.strip() for n in value):
-        raise ConfigError("must be a list of routine names (schema.name or name), or ['*'], "
+        raise ConfigError("must be a list of routine names (schema.name, name or a signature), or ['*'], "
                           f"not {value!r}", key=f"datasources.{name}.trusted_routines")
     return tuple(n.strip() for n in value)
 
