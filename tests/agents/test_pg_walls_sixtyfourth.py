@@ -51,10 +51,15 @@ def _range(role: str, returned: str) -> list[str]:
             f"LANGUAGE plpgsql IMMUTABLE AS $f${body}$f$"]
 
 
-def _stats_setup(role: str) -> list[str]:
+def stats_base(role: str) -> list[str]:
+    """``sales.orders`` with enough rows that ``pg_stats`` holds its secret."""
     return [*_base(role), "INSERT INTO sales.orders SELECT g, CASE WHEN g % 2 = 0 THEN "
             "'TOPSECRET' ELSE 'v' || (g % 5) END FROM generate_series(2, 200) g",
-            "ANALYZE sales.orders", *_range(role, _STATS)]
+            "ANALYZE sales.orders"]
+
+
+def _stats_setup(role: str) -> list[str]:
+    return [*stats_base(role), *_range(role, _STATS)]
 
 
 @pytest.mark.parametrize("form", list(_QUERIES))

@@ -289,8 +289,26 @@ _CATALOGS: dict[str, str] = {
         f"ON a.attrelid = t.typrelid JOIN pg_type at ON at.oid = a.atttypid "
         f"JOIN pg_namespace an ON an.oid = at.typnamespace "
         f"WHERE t.typtype = 'c' AND (at.typtype OPERATOR(pg_catalog.=) ANY "
-        f"(ARRAY['d', 'c']::pg_catalog.\"char\"[]) OR at.typcategory = 'A') "
+        f"(ARRAY['d', 'c', 'r', 'm']::pg_catalog.\"char\"[]) OR at.typcategory = 'A') "
         f"AND {_own('at.oid')}",
+        # a range (and its multirange) runs its subtype's input, a domain's CHECK, and a
+        # routine converts its arguments and its results, OUT columns too, to their types:
+        # each names the types it holds (a range over a domain, a multirange literal, a
+        # routine returning a row type with a domain column or with an OUT column of one ran
+        # a CHECK that read pg_stats unread: the sixty-fifth re-probe's D1 to D3)
+        f"SELECT n.nspname::text, t.typname::text, 'SELECT NULL::' || quote_ident(bn.nspname) "
+        f"|| '.' || quote_ident(b.typname), 'domain' FROM pg_range r JOIN pg_type t "
+        f"ON t.oid OPERATOR(pg_catalog.=) ANY (ARRAY[r.rngtypid, r.rngmultitypid]::"
+        f"pg_catalog.oid[]) JOIN pg_namespace n ON n.oid = t.typnamespace "
+        f"JOIN pg_type b ON b.oid = r.rngsubtype JOIN pg_namespace bn "
+        f"ON bn.oid = b.typnamespace WHERE {_own('b.oid').replace('n.nspname', 'bn.nspname')}",
+        f"SELECT n.nspname::text, p.proname::text, 'SELECT NULL::' || quote_ident(bn.nspname) "
+        f"|| '.' || quote_ident(b.typname), 'sql' FROM pg_proc p "
+        f"JOIN pg_namespace n ON n.oid = p.pronamespace JOIN pg_type b "
+        f"ON b.oid OPERATOR(pg_catalog.=) ANY (pg_catalog.array_cat(ARRAY[p.prorettype], "
+        f"coalesce(p.proallargtypes, p.proargtypes::pg_catalog.oid[]))) "
+        f"JOIN pg_namespace bn ON bn.oid = b.typnamespace "
+        f"WHERE {_own('p.oid')} AND {_own('b.oid').replace('n.nspname', 'bn.nspname')}",
     ])),
 }
 

@@ -96,7 +96,8 @@ STATISTICS_CATALOGS = frozenset({
     "pg_stat_all_tables", "pg_stat_user_tables", "pg_stat_sys_tables",
     "pg_stat_xact_all_tables", "pg_stat_xact_user_tables", "pg_stat_xact_sys_tables",
     "pg_statio_all_tables", "pg_statio_user_tables", "pg_statio_sys_tables", "pg_stats",
-    "pg_stats_ext", "pg_statistic", "pg_statistic_ext_data", "pg_sequences", "pg_sequence",
+    "pg_stats_ext", "pg_stats_ext_exprs", "pg_statistic", "pg_statistic_ext_data",
+    "pg_sequences", "pg_sequence",
 })
 #: Table functions that read the schema (or, for the checks, the rows) of the one table named
 #: by their first argument: DuckDB's ``pragma_show('Track')`` and ``pragma_table_info``,
