@@ -76,7 +76,7 @@ def check_evaluation(code: Sequence[Token]) -> None:
     _check_bodies(code, scopes, walked)
     factors: dict[int, int] = {}
     degree = _products(code, scopes, ranges, factors)
-    _check_sorts(code, scopes, ranges, degree, *_counted_rows(
+    _check_sorts(code, (scopes, sources), ranges, degree, *_counted_rows(
         code, ranges, _unwound_names(code, scopes, sources, counted), factors,
         _stated_sizes(code, scopes, ranges)))
 
@@ -2436,7 +2436,15 @@ def _check_steps(code: Sequence[Token], scopes: list[tuple[int, ...]],
 MAX_SORTED = 100_000
 
 
-def _check_sorts(code: Sequence[Token], scopes: list[tuple[int, ...]],
+#: The most values a sort's keys hold over all its rows (the rows the text counts times the
+#: values of the lists in its keys): the server compares whole lists, and ``UNWIND
+#: range(1,100000) AS k WITH k ORDER BY range(1,80), ... (six), k``, 48,000,000 values under
+#: every other bound, held a 3 s server 7 s (the sixty-fifth re-probe's R2, R3); one key of
+#: 99 values over 100,000 rows sorted in about 3 s.
+MAX_SORTED_VALUES = 5_000_000
+
+
+def _check_sorts(code: Sequence[Token], read: tuple[list[tuple[int, ...]], dict[int, int]],
                  ranges: dict[int, tuple[int, int]], degree: list[int], rows: list[int],
                  counted: list[bool], least: list[int]) -> None:
     """Refuse a sort, a ``DISTINCT`` or a grouping (:data:`MAX_SORTED`) over more rows than
@@ -2444,7 +2452,9 @@ def _check_sorts(code: Sequence[Token], scopes: list[tuple[int, ...]],
     :data:`UNBOUNDED_ROWS`) by a key that may hold several values (a map, a list, a name
     bound to one: :func:`_wide_uses`), or of :data:`MAX_PRODUCT` patterns or more, by any
     key: the graph's own properties are what an honest query sorts a product of two by.
-    ``degree``: :func:`_products`, read once with the floor's factors."""
+    ``degree``: :func:`_products`, read once with the floor's factors; ``read``: the scopes,
+    and the values each list holds (:func:`_list_sources`)."""
+    scopes, sources = read
     wide = _wide_uses(code, scopes)
     paths = _path_keys(code, scopes)
     built = _built_unwinds(code, scopes, ranges)
@@ -2468,7 +2478,10 @@ def _check_sorts(code: Sequence[Token], scopes: list[tuple[int, ...]],
                 "checking its timeout (add a LIMIT after an ORDER BY, or bound the rows)")
         keyed = any(k in wide or (_wide(code, k) and _function(code, k) not in _FEW_VALUES
                                   and not _projected_properties(code, k))
-                    for k in keys)  # type(r), toString(x): one
+                    or (k + 1 < end and code[k + 1].text == "(" and _function(code, k) == "range")
+                    for k in keys)  # type(r), toString(x): one; range(1,50): a list (65c R1)
+        _check_sort_values(code, (at, what), keys, (scopes, sources),
+                           max(rows[at] if counted[at] else 0, least[at]))
         if (counted[at] and rows[at] > MAX_SORTED) or least[at] > MAX_SORTED or (
                 not counted[at] and rows[at] >= UNBOUNDED_ROWS
                 and (keyed or degree[at] >= MAX_PRODUCT)):
@@ -2484,6 +2497,23 @@ def _check_sorts(code: Sequence[Token], scopes: list[tuple[int, ...]],
                 f"{whose}, more than {MAX_SORTED:,}: the server sorts, removes duplicates and groups "
                 "them in one step, without checking its timeout (add a LIMIT after an "
                 "ORDER BY, or bound the rows)")
+
+
+def _check_sort_values(code: Sequence[Token], clause: tuple[int, str], keys: list[int],
+                       read: tuple[list[tuple[int, ...]], dict[int, int]], rows: int) -> None:
+    """Refuse a sort whose keys' lists (:data:`MAX_SORTED_VALUES`) hold too many values over
+    the ``rows`` the text counts: each is below the bound of one list per row, their sum not."""
+    at, what = clause
+    scopes, sources = read
+    if what != "ORDER BY" or not rows:
+        return
+    held = sum(sources.get(k, 0) for k in keys if not _in_scalar_call(code, scopes, k, at))
+    if held * rows > MAX_SORTED_VALUES:
+        raise QueryRefused(
+            f"{what} at {where(code[at - 1])} compares lists of {_count(held)} values in all "
+            f"over {_count(rows)} rows the text counts: {_count(held * rows)} values, more "
+            f"than {MAX_SORTED_VALUES:,}, which the server sorts in one step, without checking "
+            "its timeout (sort by fewer or smaller lists, or add a LIMIT after the ORDER BY)")
 
 
 #: What multiplies a query's rows past the graph's matches: a sort keyed by a path over them
