@@ -33,8 +33,8 @@ PG_MORE = [
     "CREATE VIEW v2 AS SELECT * FROM v_emp",
     "CREATE FUNCTION information_schema.emp_cnt_i() RETURNS bigint LANGUAGE plpgsql STABLE "
     "AS 'BEGIN RETURN (SELECT count(*) FROM public.employee); END'",
-    "CREATE FUNCTION pg_catalog.emp_cnt_c() RETURNS bigint LANGUAGE plpgsql STABLE "
-    "AS 'BEGIN RETURN (SELECT count(*) FROM public.employee); END'",
+    # (a routine made in pg_catalog, emp_cnt_c, now leaves every count unestablished: the
+    # sixty-sixth re-probe's S1, U1, U2, tests/agents/test_pg_walls_sixtysixth.py)
     "CREATE VIEW information_schema.v_hid AS SELECT * FROM public.v_emp",
     "GRANT SELECT ON information_schema.v_hid TO PUBLIC",
     "CREATE FUNCTION public.my_xml(regclass, boolean, boolean, text) RETURNS xml "
@@ -60,7 +60,6 @@ PG_MORE = [
 PG_FORMS = [
     ("employee", "SELECT information_schema.emp_cnt_i() AS n"),
     ("v_emp", "SELECT * FROM information_schema.v_hid LIMIT 2"),
-    ("employee", "SELECT emp_cnt_c() AS n"),
     ("employee", "SELECT my_xml('employee', true, false, '') AS x"),
     ("employee", "SELECT my_live('employee'::regclass) AS n"),
     ("employee", "SELECT dflt() AS n"),
