@@ -1361,7 +1361,8 @@ def _grouped_uses(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> dict[
         if word == "AS" and i + 1 < len(code) and code[i + 1].kind in ("word", "quoted"):
             start, _ = _named(code, scopes, i)
             name = code[i + 1].text.strip("`")
-            if clause == "WITH" and not scopes[i] and _whole_collect(code, scopes, start, i):
+            if clause in ("WITH", "RETURN") and not scopes[i] \
+                    and _whole_collect(code, scopes, start, i):  # RETURN's too (66c L1)
                 grouped[name] = 1
             else:
                 grouped.pop(name, None)
@@ -2436,6 +2437,11 @@ def _check_steps(code: Sequence[Token], scopes: list[tuple[int, ...]],
 MAX_SORTED = 100_000
 
 
+#: The largest top (``ORDER BY ... LIMIT n``) a sort keeps without the checks of a sort: a top
+#: of 100,000 costs about what the whole sort does (``ORDER BY range(1,99), range(1,99), k
+#: LIMIT 100000`` held a 3 s server 27 s: the sixty-sixth re-probe's T1); one of 10 rows
+#: finished in 1.3 s.
+MAX_TOP = 1_000
 #: The most values a sort's keys hold over all its rows (the rows the text counts times the
 #: values of the lists in its keys): the server compares whole lists, and ``UNWIND
 #: range(1,100000) AS k WITH k ORDER BY range(1,80), ... (six), k``, 48,000,000 values under
@@ -2462,7 +2468,7 @@ def _check_sorts(code: Sequence[Token], read: tuple[list[tuple[int, ...]], dict[
         # a grouping takes all its rows whatever LIMIT follows it (``WITH y % 500000 AS k,
         # collect({...}) AS c LIMIT 10`` held a 3 s server 10.7 s: the forty-fifth T5); a
         # sort keeps a top, a DISTINCT streams
-        if end - at == 0 or (what != "the grouping" and _top(code, end) <= MAX_SORTED):
+        if end - at == 0 or (what != "the grouping" and _top(code, end) <= MAX_TOP):
             continue
         keys = _keys(code, scopes, at, end, what)
         _check_path_sort(code, at, what, [k for k in keys if k in paths], least[at], built)
@@ -2480,8 +2486,6 @@ def _check_sorts(code: Sequence[Token], read: tuple[list[tuple[int, ...]], dict[
                                   and not _projected_properties(code, k))
                     or (k + 1 < end and code[k + 1].text == "(" and _function(code, k) == "range")
                     for k in keys)  # type(r), toString(x): one; range(1,50): a list (65c R1)
-        _check_sort_values(code, (at, what), keys, (scopes, sources),
-                           max(rows[at] if counted[at] else 0, least[at]))
         if (counted[at] and rows[at] > MAX_SORTED) or least[at] > MAX_SORTED or (
                 not counted[at] and rows[at] >= UNBOUNDED_ROWS
                 and (keyed or degree[at] >= MAX_PRODUCT)):
@@ -2497,6 +2501,8 @@ def _check_sorts(code: Sequence[Token], read: tuple[list[tuple[int, ...]], dict[
                 f"{whose}, more than {MAX_SORTED:,}: the server sorts, removes duplicates and groups "
                 "them in one step, without checking its timeout (add a LIMIT after an "
                 "ORDER BY, or bound the rows)")
+        _check_sort_values(code, (at, what), keys, (scopes, sources),
+                           max(rows[at] if counted[at] else 0, least[at]))
 
 
 def _check_sort_values(code: Sequence[Token], clause: tuple[int, str], keys: list[int],
@@ -2507,13 +2513,52 @@ def _check_sort_values(code: Sequence[Token], clause: tuple[int, str], keys: lis
     scopes, sources = read
     if what != "ORDER BY" or not rows:
         return
-    held = sum(sources.get(k, 0) for k in keys if not _in_scalar_call(code, scopes, k, at))
+    maps = _map_sizes(code, scopes, sources)
+    held = sum(sources.get(k, 0) + (_map_values(code, scopes, sources, k, at)
+                                    if code[k].text == "{" else 0)
+               + (maps.get(code[k].text.strip("`"), 0) if code[k].kind in ("word", "quoted")
+                  and not (k and code[k - 1].text == ".") else 0)
+               for k in keys if not _in_scalar_call(code, scopes, k, at))
     if held * rows > MAX_SORTED_VALUES:
         raise QueryRefused(
             f"{what} at {where(code[at - 1])} compares lists of {_count(held)} values in all "
             f"over {_count(rows)} rows the text counts: {_count(held * rows)} values, more "
             f"than {MAX_SORTED_VALUES:,}, which the server sorts in one step, without checking "
             "its timeout (sort by fewer or smaller lists, or add a LIMIT after the ORDER BY)")
+
+
+def _map_values(code: Sequence[Token], scopes: list[tuple[int, ...]], sources: dict[int, int],
+                k: int, at: int) -> int:
+    """The values the map literal at ``code[k]`` holds: its entries, times the values each
+    comprehension around it from ``code[at]`` on iterates (``[x IN range(1,40) | {a0: x,
+    ...}]``: forty maps). Maps held no values for the sorts' keys, and six of 80 entries over
+    100,000 rows held a 3 s server 30 s (the sixty-sixth re-probe's M1)."""
+    held = 1 + sum(1 for j in range(k + 1, len(code))
+                   if scopes[j][-1:] == (k,) and code[j].text == ",")
+    for b in scopes[k]:
+        if b >= at and code[b].text == "[" and b + 3 < len(code) \
+                and code[b + 2].text.upper() == "IN":
+            held *= max(1, sources.get(b + 3, 1))
+    return held
+
+
+def _map_sizes(code: Sequence[Token], scopes: list[tuple[int, ...]],
+               sources: dict[int, int]) -> dict[str, int]:
+    """The values each name bound to map literals holds (:func:`_map_values`), never lowered
+    (a name rebound inside ``CALL { }`` is the outer one again past it)."""
+    out: dict[str, int] = {}
+    for i, tok in enumerate(code):
+        if tok.kind == "word" and tok.text.upper() == "AS" and i + 1 < len(code):
+            start, _ = _named(code, scopes, i)
+            held = sum(_map_values(code, scopes, sources, k, start) for k in range(start, i)
+                       if code[k].text == "{" and not _in_scalar_call(code, scopes, k, start))
+            held += sum(out.get(code[k].text.strip("`"), 0) for k in range(start, i)
+                        if code[k].kind in ("word", "quoted")
+                        and not (k and code[k - 1].text == "."))
+            name = code[i + 1].text.strip("`")
+            if held > out.get(name, 0):
+                out[name] = held
+    return out
 
 
 #: What multiplies a query's rows past the graph's matches: a sort keyed by a path over them
