@@ -105,12 +105,16 @@ _CATALOGS: dict[str, str] = {
         # ``pg_catalog.timezone``, ``TRIM`` ``btrim``); an ``unnest(oid[])`` or
         # ``array_cat(oid[], oid[])`` overload emptied rows below, and a ``timezone(text,
         # date)`` one read pg_stats unread (the sixty-sixth re-probe's S1, S2, U1, U2): any
-        # routine made there is one, but an extension's C routine (a language's handler,
-        # adminpack's): no count then
+        # routine made there is one, but a procedural language's handler, inline handler or
+        # validator (plperl's), which the server calls only for that language: no count
+        # then. Not an extension's C routine: a superuser's ``ALTER EXTENSION plpgsql ADD
+        # FUNCTION`` makes any one a member, and ``quote_ident(name)`` in C over a contrib
+        # library's symbol returning NULL emptied every row built with it (67a C1, C2)
         "SELECT 'pg_catalog', p.proname::text, '', 'poisoned' FROM pg_proc p "
         "WHERE p.pronamespace = 11::pg_catalog.oid "
         "AND p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid "
-        f"AND NOT (p.prolang = 13::pg_catalog.oid AND {EXTENSION_MEMBER})",
+        "AND NOT EXISTS (SELECT 1 FROM pg_language l WHERE l.lanplcallfoid = p.oid "
+        "OR l.laninline = p.oid OR l.lanvalidator = p.oid)",
         # and a builtin it calls replaced in place (``CREATE OR REPLACE FUNCTION
         # pg_catalog.pg_get_viewdef(oid)`` keeps the OID: every view read nothing, Q9): the
         # row of a builtin made at bootstrap has xmin 1 until it is replaced

@@ -238,15 +238,16 @@ _BUILT_BY = (f"(({TEXT}) OPERATOR(pg_catalog.~*) '{_BUILT}' OR {{q}}.prolang "
 #: multirange column, a domain's ``CHECK`` on a routine's ``OUT`` column (the sixty-first
 #: re-probe's T1 to T4; each round before found another spelling of a name).
 BUILDERS_SQL = f"""
-SELECT pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.'
-         OPERATOR(pg_catalog.||) pg_catalog.quote_ident(p.proname) OPERATOR(pg_catalog.||) '('
-         OPERATOR(pg_catalog.||) pg_catalog.pg_get_function_identity_arguments(p.oid)
-         OPERATOR(pg_catalog.||) ')',
-       pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.'
-         OPERATOR(pg_catalog.||) pg_catalog.quote_ident(p.proname) OPERATOR(pg_catalog.||) '('
-         OPERATOR(pg_catalog.||) pg_catalog.oidvectortypes(p.proargtypes)
-         OPERATOR(pg_catalog.||) ')',
-       pg_catalog.quote_ident(n.nspname), pg_catalog.quote_ident(p.proname)
+SELECT pg_catalog.quote_ident(n.nspname::pg_catalog.text) OPERATOR(pg_catalog.||) '.'
+         OPERATOR(pg_catalog.||) pg_catalog.quote_ident(p.proname::pg_catalog.text)
+         OPERATOR(pg_catalog.||) '(' OPERATOR(pg_catalog.||)
+         pg_catalog.pg_get_function_identity_arguments(p.oid) OPERATOR(pg_catalog.||) ')',
+       pg_catalog.quote_ident(n.nspname::pg_catalog.text) OPERATOR(pg_catalog.||) '.'
+         OPERATOR(pg_catalog.||) pg_catalog.quote_ident(p.proname::pg_catalog.text)
+         OPERATOR(pg_catalog.||) '(' OPERATOR(pg_catalog.||)
+         pg_catalog.oidvectortypes(p.proargtypes) OPERATOR(pg_catalog.||) ')',
+       pg_catalog.quote_ident(n.nspname::pg_catalog.text),
+       pg_catalog.quote_ident(p.proname::pg_catalog.text)
 FROM pg_catalog.pg_proc p
 JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
 WHERE p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid

@@ -278,6 +278,11 @@ def builder(rows: Callable[[str], Sequence[Sequence[Any]]], trusted: Sequence[st
                     "set parallel query on around what it reads, which would then not be "
                     "counted (drop it, or vouch for the database with trusted_routines: ['*'])")
     for signature, types, schema, name in rows(BUILDERS_SQL):
+        if not all(isinstance(t, str) for t in (signature, types, schema, name)):
+            # a builtin the read calls gave no name (``quote_ident`` replaced in C: 67a L2)
+            return ("the catalog's read of the database's routines gave no name for one of "
+                    "them: a function it calls may be replaced, so the routines that build "
+                    "what they run cannot be told")
         if "*" in vouched or not vouched.isdisjoint(_vouching(signature, types, schema, name)):
             continue
         return (f"the database's routine {signature} builds the statements it runs (EXECUTE, "
