@@ -1494,6 +1494,7 @@ def _wide_uses(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> frozense
     refused as sorted by a wide key: the fifty-seventh re-probe's L1, and the fifty-sixth's
     L3)."""
     wide: set[str] = set()
+    numbers: set[str] = set()  # names only ever bound to a range(): their elements numbers
     uses: set[int] = set()
     for i, tok in enumerate(code):
         if tok.kind in ("word", "quoted") and tok.text.strip("`") in wide \
@@ -1513,10 +1514,21 @@ def _wide_uses(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> frozense
             # never forgotten: a name rebound inside ``CALL { }``, or in the ``WITH`` that
             # reads it (``WITH 1 AS key, key AS kk``), is the outer one again past it (the
             # sixty-fourth re-probe's W1, W2: a map list's key sorted 314,000 rows)
-            if not strings and any(
-                    k in uses or (_wide(code, k) and _function(code, k) not in _NOT_LISTS)
-                    for k in range(start, i)):
-                wide.add(code[i + 1].text.strip("`"))
+            name = code[i + 1].text.strip("`")
+            found = [k for k in range(start, i) if k in uses or (
+                _wide(code, k) and _function(code, k) not in _NOT_LISTS)]
+            ranged = [k for k in range(start, i) if k + 1 < i and code[k + 1].text == "("
+                      and _function(code, k) == "range"]
+            if keyword == "UNWIND":  # an element of a range (of a name bound to one): a number
+                found = [k for k in found if code[k].text.strip("`") not in numbers]
+            elif ranged and all(code[k].text.strip("`") in numbers for k in found) \
+                    and (name in numbers or name not in wide):
+                numbers.add(name)  # a list of numbers: several values as a key (67c N1)
+                found = ranged
+            else:
+                numbers.discard(name)
+            if not strings and found:
+                wide.add(name)
     return frozenset(uses)
 
 
@@ -2437,6 +2449,11 @@ def _check_steps(code: Sequence[Token], scopes: list[tuple[int, ...]],
 MAX_SORTED = 100_000
 
 
+#: The most keys an ``ORDER BY`` may have: with all of them equal, each comparison walks them
+#: all, and 2,000 keys (``ORDER BY s, s, ..., k``) over 100,000 rows held a 3 s server 27 s
+#: (the sixty-seventh re-probe's K1); each key counts one value at least towards
+#: :data:`MAX_SORTED_VALUES` too.
+MAX_SORT_KEYS = 50
 #: The largest top (``ORDER BY ... LIMIT n``) a sort keeps without the checks of a sort: a top
 #: of 100,000 costs about what the whole sort does (``ORDER BY range(1,99), range(1,99), k
 #: LIMIT 100000`` held a 3 s server 27 s: the sixty-sixth re-probe's T1); one of 10 rows
@@ -2513,12 +2530,18 @@ def _check_sort_values(code: Sequence[Token], clause: tuple[int, str], keys: lis
     scopes, sources = read
     if what != "ORDER BY" or not rows:
         return
+    count = 1 + sum(1 for k in keys if code[k].text == "," and scopes[k] == scopes[at])
+    if count > MAX_SORT_KEYS:
+        raise QueryRefused(
+            f"{what} at {where(code[at - 1])} has {count:,} keys, more than {MAX_SORT_KEYS}: "
+            "the server compares every key of two equal rows, in one step without checking "
+            "its timeout (2,000 equal keys over 100,000 rows held a 3 s server 27 s)")
     maps = _map_sizes(code, scopes, sources)
     held = sum(sources.get(k, 0) + (_map_values(code, scopes, sources, k, at)
                                     if code[k].text == "{" else 0)
                + (maps.get(code[k].text.strip("`"), 0) if code[k].kind in ("word", "quoted")
                   and not (k and code[k - 1].text == ".") else 0)
-               for k in keys if not _in_scalar_call(code, scopes, k, at))
+               for k in keys if not _in_scalar_call(code, scopes, k, at)) + count
     if held * rows > MAX_SORTED_VALUES:
         raise QueryRefused(
             f"{what} at {where(code[at - 1])} compares lists of {_count(held)} values in all "
