@@ -24,6 +24,7 @@ from tests.cypher import test_cypher_fortyseventh as fortyseventh
 from tests.cypher import test_cypher_fortysixth as fortysixth
 from tests.cypher import test_cypher_fortythird as fortythird
 from tests.cypher import test_cypher_sixtieth as sixtieth
+from tests.cypher import test_cypher_sixtyeighth as sixtyeighth
 from tests.cypher import test_cypher_sixtyfifth as sixtyfifth
 from tests.cypher import test_cypher_sixtyfirst as sixtyfirst
 from tests.cypher import test_cypher_sixtyfourth as sixtyfourth
@@ -45,7 +46,7 @@ ROUNDS = {"thirtyninth": thirtyninth, "fortyfirst": fortyfirst, "fortythird": fo
           "sixtysecond": sixtysecond,
           "sixtythird": sixtythird, "sixtyfourth": sixtyfourth,
           "sixtyfifth": sixtyfifth, "sixtysixth": sixtysixth,
-          "sixtyseventh": sixtyseventh}
+          "sixtyseventh": sixtyseventh, "sixtyeighth": sixtyeighth}
 _REFUSED = [(round_, name) for round_, module in ROUNDS.items() for name in sorted(module.REFUSED)]
 _SENT = [(round_, k) for round_, module in ROUNDS.items() for k in range(len(module.SENT))]
 

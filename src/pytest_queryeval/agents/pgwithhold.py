@@ -66,6 +66,21 @@ WHERE c.relkind = 'v' AND n.nspname NOT IN ('pg_catalog', 'information_schema')
 """
 
 
+def _catalog_rows(conn: Any, sql: str,
+                  params: Mapping[str, Any] | Sequence[Any] | None = None) -> list[Any]:
+    """``sql``'s rows read with ``pg_catalog`` alone on the path: a database whose path puts
+    ``public`` first held a ``public.unnest(oid[])`` returning nothing, or a ``public.format(text,
+    name, name)`` naming a decoy, closer than the builtins these reads call, and a materialized
+    view or a table under a ``where:`` target was never withheld (the sixty-eighth re-probe's W1
+    to W3). The path is set back after."""
+    (path,) = conn.execute("SELECT pg_catalog.current_setting('search_path')").fetchone()
+    conn.execute("SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', false)")
+    try:
+        return list(conn.execute(sql, params).fetchall())
+    finally:
+        conn.execute("SELECT pg_catalog.set_config('search_path', %s, false)", [path])
+
+
 def ident(name: str) -> str:
     """``name`` quoted as a PostgreSQL identifier."""
     return '"' + name.replace('"', '""') + '"'
@@ -87,7 +102,7 @@ def withhold(conn: Any, role: str, targets: Sequence[Target], tables: Sequence[s
     for n, (target, qualified) in enumerate(zip(targets, tables, strict=True)):
         (oid,) = conn.execute("SELECT %s::regclass::oid", [qualified]).fetchone()
         family = [(int(o), str(name)) for o, name in
-                  conn.execute(_FAMILY_SQL, {"oid": int(oid)}).fetchall()]
+                  _catalog_rows(conn, _FAMILY_SQL, {"oid": int(oid)})]
         if target.where:
             _hide(conn, role, family, n, rows.get(qualified, {}), hidden)
             continue
@@ -127,9 +142,9 @@ def _revoke(conn: Any, role: str, grantees: str, name: str, gone: set[str]) -> N
     ``*``), the table's other columns granted to ``role`` again. A relation of the family
     without the column (an inheritance parent of the child that added it) keeps its grant."""
 
-    cols = [str(c) for (c,) in conn.execute(
-        "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 AND "
-        "NOT attisdropped ORDER BY attnum", [name]).fetchall()]
+    cols = [str(c) for (c,) in _catalog_rows(
+        conn, "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 "
+        "AND NOT attisdropped ORDER BY attnum", [name])]
     if "*" not in gone and not any(c.lower() in gone for c in cols):
         return
     conn.execute(f"REVOKE SELECT ON {name} FROM {grantees}")  # its column grants too
@@ -149,9 +164,9 @@ def _views(conn: Any, grantees: str, hidden: Sequence[int]) -> None:
     datasource's role may not alter is the planting's error."""
     invoker = int(conn.info.server_version) >= 150000
     if invoker:
-        for (name,) in conn.execute(_VIEWS_SQL).fetchall():
+        for (name,) in _catalog_rows(conn, _VIEWS_SQL):
             conn.execute(f"ALTER VIEW {name} SET (security_invoker = true)")
-    for kind, name in conn.execute(_REACH_SQL, {"hidden": list(hidden)}).fetchall():
+    for kind, name in _catalog_rows(conn, _REACH_SQL, {"hidden": list(hidden)}):
         if kind == "m" or not invoker:
             conn.execute(f"REVOKE SELECT ON {name} FROM {grantees}")
 
@@ -160,9 +175,9 @@ def _grantees(conn: Any, role: str) -> str:
     """``role``, ``PUBLIC`` and every role ``role`` is a member of (directly or not), as a
     ``REVOKE``'s list: a privilege any of them holds is the agent's too (N18)."""
 
-    rows = conn.execute(
-        "WITH RECURSIVE up(oid) AS (SELECT oid FROM pg_roles WHERE rolname = %s UNION "
+    rows = _catalog_rows(
+        conn, "WITH RECURSIVE up(oid) AS (SELECT oid FROM pg_roles WHERE rolname = %s UNION "
         "SELECT m.roleid FROM pg_auth_members m JOIN up ON m.member = up.oid) "
         "SELECT r.rolname FROM up JOIN pg_roles r ON r.oid = up.oid WHERE r.rolname <> %s "
-        "ORDER BY 1", [role, role]).fetchall()
+        "ORDER BY 1", [role, role])
     return ", ".join([ident(role), "PUBLIC", *(ident(str(r[0])) for r in rows)])

@@ -1485,14 +1485,16 @@ def _copied(code: Sequence[Token], scopes: list[tuple[int, ...]], walked: dict[i
 _STRING_LISTS = frozenset({"labels", "keys", "split"})
 
 
-def _wide_uses(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> frozenset[int]:
+def _wide_uses(code: Sequence[Token], scopes: list[tuple[int, ...]],
+               keys: bool = False) -> frozenset[int]:
     """The uses of names bound to a value that may hold several values (:func:`_wide`: a
     map, a list, most calls' values), to a ``collect()`` of such values, or to such a name
     again (``WITH l AS m``, ``UNWIND l AS m``): copying one of its elements copies several
     values (``WITH {a: 1, ...} AS m ... WITH collect(m) AS l`` as ``collect({a: 1, ...})``).
     A call of :data:`_NOT_LISTS` gives one value (``type(r) AS rt ... ORDER BY rt`` was
     refused as sorted by a wide key: the fifty-seventh re-probe's L1, and the fifty-sixth's
-    L3)."""
+    L3). With ``keys``, for a sort's keys, a name bound to a ``range()`` too: a list of
+    numbers, each element unwound from it one value (67c N1)."""
     wide: set[str] = set()
     numbers: set[str] = set()  # names only ever bound to a range(): their elements numbers
     uses: set[int] = set()
@@ -1521,7 +1523,7 @@ def _wide_uses(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> frozense
                       and _function(code, k) == "range"]
             if keyword == "UNWIND":  # an element of a range (of a name bound to one): a number
                 found = [k for k in found if code[k].text.strip("`") not in numbers]
-            elif ranged and all(code[k].text.strip("`") in numbers for k in found) \
+            elif keys and ranged and all(code[k].text.strip("`") in numbers for k in found) \
                     and (name in numbers or name not in wide):
                 numbers.add(name)  # a list of numbers: several values as a key (67c N1)
                 found = ranged
@@ -2478,16 +2480,23 @@ def _check_sorts(code: Sequence[Token], read: tuple[list[tuple[int, ...]], dict[
     ``degree``: :func:`_products`, read once with the floor's factors; ``read``: the scopes,
     and the values each list holds (:func:`_list_sources`)."""
     scopes, sources = read
-    wide = _wide_uses(code, scopes)
+    wide = _wide_uses(code, scopes, keys=True)
     paths = _path_keys(code, scopes)
     built = _built_unwinds(code, scopes, ranges)
     for at, end, what in _sorted_clauses(code, scopes):
         # a grouping takes all its rows whatever LIMIT follows it (``WITH y % 500000 AS k,
         # collect({...}) AS c LIMIT 10`` held a 3 s server 10.7 s: the forty-fifth T5); a
         # sort keeps a top, a DISTINCT streams
-        if end - at == 0 or (what != "the grouping" and _top(code, end) <= MAX_TOP):
+        if end - at == 0:
             continue
         keys = _keys(code, scopes, at, end, what)
+        weighed = max(rows[at] if counted[at] else 0, least[at])
+        if what != "the grouping" and (top := _top(code, end)) <= MAX_TOP:
+            # a top's rows are what it keeps, but their keys are not bounded by it (3,000
+            # keys of a range(1,90) name over 300 rows, LIMIT 1000, held a 3 s server 13 s:
+            # the sixty-eighth re-probe's TK)
+            _check_sort_values(code, (at, what), keys, (scopes, sources), min(top, weighed))
+            continue
         _check_path_sort(code, at, what, [k for k in keys if k in paths], least[at], built)
         if not counted[at] and rows[at] >= UNBOUNDED_ROWS and any(u < at for u in built) \
                 and _variable_patterns(code[:at]):
@@ -2518,8 +2527,7 @@ def _check_sorts(code: Sequence[Token], read: tuple[list[tuple[int, ...]], dict[
                 f"{whose}, more than {MAX_SORTED:,}: the server sorts, removes duplicates and groups "
                 "them in one step, without checking its timeout (add a LIMIT after an "
                 "ORDER BY, or bound the rows)")
-        _check_sort_values(code, (at, what), keys, (scopes, sources),
-                           max(rows[at] if counted[at] else 0, least[at]))
+        _check_sort_values(code, (at, what), keys, (scopes, sources), weighed)
 
 
 def _check_sort_values(code: Sequence[Token], clause: tuple[int, str], keys: list[int],
