@@ -38,7 +38,8 @@ _SYSTEM = "('pg_catalog', 'information_schema')"
 
 #: The functions the catalog's read calls (qualified by :func:`_pg_qualified`).
 _CALLED_HERE = ("'quote_ident', 'pg_get_functiondef', 'pg_get_constraintdef', 'string_agg', "
-                "'pg_get_viewdef', 'pg_get_expr', 'array_to_string', 'current_schemas'")
+                "'pg_get_viewdef', 'pg_get_expr', 'array_to_string', 'current_schemas', 'quote_literal', "
+                "'pg_get_statisticsobjdef'")
 
 
 def _own(oid: str) -> str:
@@ -58,7 +59,8 @@ def _pg_qualified(sql: str) -> str:
     A relation already qualified (:data:`..sources.pgescape.TYPE_MEMBER`'s) is left."""
     sql = re.sub(r"\b(FROM|JOIN) (pg_[a-z_]+)\b(?!\.)", r"\1 pg_catalog.\2", sql)
     sql = re.sub(r"(?<![.\w])(quote_ident|pg_get_functiondef|pg_get_constraintdef|string_agg|"
-                 r"pg_get_viewdef|pg_get_expr|array_to_string|current_schemas)\(",
+                 r"pg_get_viewdef|pg_get_expr|array_to_string|current_schemas|quote_literal|"
+                 r"pg_get_statisticsobjdef)\(",
                  r"pg_catalog.\1(", sql)
     sql = sql.replace("::text", "::pg_catalog.text")
     sql = re.sub(r"NOT IN \(([^)]*)\)", r"OPERATOR(pg_catalog.<>) ALL (ARRAY[\1])", sql)
@@ -113,8 +115,12 @@ _CATALOGS: dict[str, str] = {
         "SELECT 'pg_catalog', p.proname::text, '', 'poisoned' FROM pg_proc p "
         "WHERE p.pronamespace = 11::pg_catalog.oid "
         "AND p.oid OPERATOR(pg_catalog.>=) 16384::pg_catalog.oid "
-        "AND NOT EXISTS (SELECT 1 FROM pg_language l WHERE l.lanplcallfoid = p.oid "
-        "OR l.laninline = p.oid OR l.lanvalidator = p.oid)",
+        # (a C one that gives nothing back: a validator is any routine of one oid, and
+        # ``pg_catalog.btrim(oid)`` in PL/pgSQL as one answered ``TRIM(0::oid)``: 68a V1)
+        "AND NOT (p.prolang = 13::pg_catalog.oid AND p.prorettype = ANY (ARRAY["
+        "'pg_catalog.language_handler'::pg_catalog.regtype, 'pg_catalog.void'::pg_catalog.regtype"
+        "]::pg_catalog.oid[]) AND EXISTS (SELECT 1 FROM pg_language l WHERE "
+        "l.lanplcallfoid = p.oid OR l.laninline = p.oid OR l.lanvalidator = p.oid))",
         # and a builtin it calls replaced in place (``CREATE OR REPLACE FUNCTION
         # pg_catalog.pg_get_viewdef(oid)`` keeps the OID: every view read nothing, Q9): the
         # row of a builtin made at bootstrap has xmin 1 until it is replaced
