@@ -11,15 +11,11 @@ record. Each range, row type and routine now names the types it holds.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
 
-from tests.agents.test_counts_thirtyfirst_probe import _suite
-from tests.agents.test_pg_walls_fortythird import _database
-from tests.agents.test_pg_walls_sixtyfirst import _cases
-from tests.agents.test_pg_walls_sixtyfourth import _STATS, stats_base
+from tests.agents.test_pg_walls_sixtyfourth import _STATS, assert_read_counted, stats_base
 
 
 def _peek(perform: str) -> str:
@@ -72,10 +68,5 @@ def test_a_domains_check_inside_another_type_or_a_routines_row_is_read(
     """D1 and D2 end to end: each case fails ``forbidden_tables`` (the ``CHECK``'s read of the
     statistics is a read of every table). Before: both passed with 0.0, the secret in the
     final case's record."""
-    role = postgres_server.readonly_user
-    with _database(postgres_server, "q65d_" + uuid.uuid4().hex[:6], *_setup(role, form)) as name:
-        report = _suite(pytester, {"type": "sqlalchemy", "url": postgres_server.readonly_url(name)},
-                        _cases("SELECT public.peek65() AS n"))
-    for cid in ("tool", "final"):
-        assert report.outcomes[cid] == "failed", (cid, report.by_id[cid])
-        assert report.by_id[cid]["metrics"]["forbidden_tables"] == 1.0, cid
+    assert_read_counted(pytester, postgres_server, _setup(postgres_server.readonly_user, form),
+                        "SELECT public.peek65() AS n")

@@ -68,10 +68,17 @@ def test_a_ranges_canonical_routine_counts_for_every_query(
     """R end to end: each case fails ``forbidden_tables`` (the routine's read of the
     statistics is a read of every table). Before: both passed with 0.0, the secret in the
     final case's record."""
-    role = postgres_server.readonly_user
-    with _database(postgres_server, "q64r_" + uuid.uuid4().hex[:6], *_stats_setup(role)) as name:
+    assert_read_counted(pytester, postgres_server,
+                        _stats_setup(postgres_server.readonly_user), _QUERIES[form])
+
+
+def assert_read_counted(pytester: pytest.Pytester, postgres_server: Any, setup: list[str],
+                        query: str) -> None:
+    """``query`` as a replayed call and as the final query on a database made by ``setup``
+    fails ``forbidden_tables`` with the read of ``sales.orders`` counted."""
+    with _database(postgres_server, "q6r_" + uuid.uuid4().hex[:6], *setup) as name:
         report = _suite(pytester, {"type": "sqlalchemy", "url": postgres_server.readonly_url(name)},
-                        _cases(_QUERIES[form]))
+                        _cases(query))
     for cid in ("tool", "final"):
         assert report.outcomes[cid] == "failed", (cid, report.by_id[cid])
         assert report.by_id[cid]["metrics"]["forbidden_tables"] == 1.0, cid

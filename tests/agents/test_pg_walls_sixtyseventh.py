@@ -19,7 +19,7 @@ import pytest
 from tests.agents.test_counts_thirtyfirst_probe import _suite
 from tests.agents.test_pg_walls_fortythird import _database
 from tests.agents.test_pg_walls_sixtyfifth import _setup as _domain_setup
-from tests.agents.test_pg_walls_sixtyfirst import _base, _cases
+from tests.agents.test_pg_walls_sixtyfirst import _base, _cases, assert_counts_unknown
 from tests.agents.test_pg_walls_sixtyfourth import _stats_setup
 
 pytestmark = pytest.mark.postgres
@@ -50,12 +50,7 @@ def test_an_extensions_c_routine_made_in_pg_catalog_leaves_the_counts_unknown(
     """C1 and C2 end to end: each case an error, no secret in it. Before: both passed with
     forbidden_tables 0.0, the secret in the final case's record."""
     setup, query = _forms(postgres_server.readonly_user)[form]
-    with _database(postgres_server, "q67_" + uuid.uuid4().hex[:6], *setup) as name:
-        report = _suite(pytester, {"type": "sqlalchemy", "url": postgres_server.readonly_url(name)},
-                        _cases(query))
-    for cid in ("tool", "final"):
-        assert report.outcomes[cid] == "error", (cid, report.by_id[cid])
-        assert "TOPSECRET" not in str(report.by_id[cid]), cid
+    assert_counts_unknown(pytester, postgres_server, setup, query)
 
 
 def test_a_languages_handler_made_in_pg_catalog_keeps_the_counts(

@@ -12,15 +12,12 @@ extension's C routine) now leaves the counts unestablished: an error of the case
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
 
-from tests.agents.test_counts_thirtyfirst_probe import _suite
-from tests.agents.test_pg_walls_fortythird import _database
 from tests.agents.test_pg_walls_sixtyfifth import _setup as _domain_setup
-from tests.agents.test_pg_walls_sixtyfirst import _cases
+from tests.agents.test_pg_walls_sixtyfirst import assert_counts_unknown
 from tests.agents.test_pg_walls_sixtyfourth import _STATS, _stats_setup, stats_base
 
 pytestmark = pytest.mark.postgres
@@ -53,10 +50,4 @@ def test_a_routine_made_in_pg_catalog_leaves_the_counts_unknown(
     """S1, U1 and U2 end to end: each case an error naming the routine made in ``pg_catalog``.
     Before: both passed with forbidden_tables 0.0, the secret in the final case's record."""
     setup, query = _forms(postgres_server.readonly_user)[form]
-    with _database(postgres_server, "q66_" + uuid.uuid4().hex[:6], *setup) as name:
-        report = _suite(pytester, {"type": "sqlalchemy", "url": postgres_server.readonly_url(name)},
-                        _cases(query))
-    for cid in ("tool", "final"):
-        assert report.outcomes[cid] == "error", (cid, report.by_id[cid])
-        assert "in pg_catalog" in str(report.by_id[cid]), cid
-        assert "TOPSECRET" not in str(report.by_id[cid]), cid
+    assert_counts_unknown(pytester, postgres_server, setup, query, "in pg_catalog")
