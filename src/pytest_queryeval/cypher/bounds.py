@@ -2480,6 +2480,7 @@ def _check_sorts(code: Sequence[Token], read: tuple[list[tuple[int, ...]], dict[
     ``degree``: :func:`_products`, read once with the floor's factors; ``read``: the scopes,
     and the values each list holds (:func:`_list_sources`)."""
     scopes, sources = read
+    maps = _map_sizes(code, scopes, sources)
     wide = _wide_uses(code, scopes, keys=True)
     paths = _path_keys(code, scopes)
     built = _built_unwinds(code, scopes, ranges)
@@ -2495,7 +2496,7 @@ def _check_sorts(code: Sequence[Token], read: tuple[list[tuple[int, ...]], dict[
             # a top's rows are what it keeps, but their keys are not bounded by it (3,000
             # keys of a range(1,90) name over 300 rows, LIMIT 1000, held a 3 s server 13 s:
             # the sixty-eighth re-probe's TK)
-            _check_sort_values(code, (at, what), keys, (scopes, sources), min(top, weighed))
+            _check_sort_values(code, (at, what), keys, (scopes, sources, maps), min(top, weighed))
             continue
         _check_path_sort(code, at, what, [k for k in keys if k in paths], least[at], built)
         if not counted[at] and rows[at] >= UNBOUNDED_ROWS and any(u < at for u in built) \
@@ -2527,15 +2528,18 @@ def _check_sorts(code: Sequence[Token], read: tuple[list[tuple[int, ...]], dict[
                 f"{whose}, more than {MAX_SORTED:,}: the server sorts, removes duplicates and groups "
                 "them in one step, without checking its timeout (add a LIMIT after an "
                 "ORDER BY, or bound the rows)")
-        _check_sort_values(code, (at, what), keys, (scopes, sources), weighed)
+        _check_sort_values(code, (at, what), keys, (scopes, sources, maps), weighed)
 
 
 def _check_sort_values(code: Sequence[Token], clause: tuple[int, str], keys: list[int],
-                       read: tuple[list[tuple[int, ...]], dict[int, int]], rows: int) -> None:
+                       read: tuple[list[tuple[int, ...]], dict[int, int], dict[str, int]],
+                       rows: int) -> None:
     """Refuse a sort whose keys' lists (:data:`MAX_SORTED_VALUES`) hold too many values over
-    the ``rows`` the text counts: each is below the bound of one list per row, their sum not."""
+    the ``rows`` the text counts: each is below the bound of one list per row, their sum not.
+    ``read``: the scopes, the values each list holds, and each name's maps (:func:`_map_sizes`,
+    read once a query)."""
     at, what = clause
-    scopes, sources = read
+    scopes, sources, maps = read
     if what != "ORDER BY" or not rows:
         return
     count = 1 + sum(1 for k in keys if code[k].text == "," and scopes[k] == scopes[at])
@@ -2544,7 +2548,6 @@ def _check_sort_values(code: Sequence[Token], clause: tuple[int, str], keys: lis
             f"{what} at {where(code[at - 1])} has {count:,} keys, more than {MAX_SORT_KEYS}: "
             "the server compares every key of two equal rows, in one step without checking "
             "its timeout (2,000 equal keys over 100,000 rows held a 3 s server 27 s)")
-    maps = _map_sizes(code, scopes, sources)
     held = sum(sources.get(k, 0) + (_map_values(code, scopes, sources, k, at)
                                     if code[k].text == "{" else 0)
                + (maps.get(code[k].text.strip("`"), 0) if code[k].kind in ("word", "quoted")
@@ -2564,8 +2567,11 @@ def _map_values(code: Sequence[Token], scopes: list[tuple[int, ...]], sources: d
     comprehension around it from ``code[at]`` on iterates (``[x IN range(1,40) | {a0: x,
     ...}]``: forty maps). Maps held no values for the sorts' keys, and six of 80 entries over
     100,000 rows held a 3 s server 30 s (the sixty-sixth re-probe's M1)."""
-    held = 1 + sum(1 for j in range(k + 1, len(code))
-                   if scopes[j][-1:] == (k,) and code[j].text == ",")
+    held = 1
+    for j in range(k + 1, len(code)):
+        if len(scopes[j]) <= len(scopes[k]):
+            break  # its closing brace: a scan to the query's end made 3,000 maps take 7 s
+        held += scopes[j][-1] == k and code[j].text == ","
     for b in scopes[k]:
         if b >= at and code[b].text == "[" and b + 3 < len(code) \
                 and code[b + 2].text.upper() == "IN":
