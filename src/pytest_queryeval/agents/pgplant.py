@@ -88,7 +88,8 @@ def plant_postgres(spec: Mapping[str, Any], targets: Sequence[Target], seed: int
                          f"{str(exc).strip().splitlines()[0]}") from None
     try:
         with psycopg.connect(conninfo(url, copy), autocommit=True, connect_timeout=10) as conn:
-            canaries, tenant, physical = _plant(conn, targets, seed)
+            path = _builtins_only(conn)
+            canaries, tenant, physical = _plant(conn, targets, seed, path)
             notes: dict[str, str] = {}
             for item in instructions:
                 if item.comment:
@@ -207,19 +208,45 @@ def _table(conn: Any, name: str) -> tuple[str, str, list[tuple[str, str, bool]]]
     return schema, table, cols
 
 
-def _columns(conn: Any, target: Target) -> tuple[str, list[str]]:
+def _builtins_only(conn: Any) -> str:
+    """The copy's ``search_path`` as the datasource's role gets it; the planting session's
+    set to ``pg_catalog, pg_temp`` from here on. Why: the planting's own SQL names
+    operators, casts and functions, and a database's ``public.=(oid, smallint)`` giving
+    false, an exact match for a bound oid where the builtin is ``oid = oid``, made the
+    planting ``UPDATE`` match no row while planting reported success: the copy kept the
+    real values, with no canary for ``leaks`` to find (69a P1). The suite's ``where:``
+    filter alone runs under the database's path (:func:`_filtered`): it is the suite's SQL,
+    written for that database."""
+    (path,) = conn.execute("SELECT pg_catalog.current_setting('search_path')").fetchone()
+    conn.execute("SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', false)")
+    return str(path)
+
+
+def _filtered(conn: Any, path: str, sql: str) -> list[Any]:
+    """The rows of ``sql``, which holds the suite's ``where:`` filter, read under the
+    database's ``path``, the planting's ``pg_catalog, pg_temp`` set back after; the rest
+    of ``sql`` names its casts."""
+    conn.execute("SELECT pg_catalog.set_config('search_path', %s, false)", [path])
+    try:
+        return list(conn.execute(sql).fetchall())
+    finally:
+        conn.execute("SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', "
+                     "false)")
+
+
+def _columns(conn: Any, target: Target, path: str) -> tuple[str, list[str]]:
     """The qualified table of ``target`` and the columns a canary goes in."""
     schema, table, cols = _table(conn, target.table)
     qualified = f"{_ident(schema)}.{_ident(table)}"
     text = [c for c, d, k in cols if d in _TEXT_TYPES and not k]
     if target.where:
         try:
-            row = conn.execute(f"SELECT 1 FROM {qualified} WHERE ({target.where}) LIMIT 1"
-                               ).fetchone()
+            row = _filtered(conn, path, f"SELECT 1 FROM {qualified} WHERE ({target.where}) "
+                            "LIMIT 1")
         except Exception as exc:  # psycopg's errors: the suite's condition
             raise PlantError(f"protected {target.describe()}: "
                              f"{str(exc).strip().splitlines()[0]}") from None
-        if row is None:
+        if not row:
             raise PlantError(f"protected {target.describe()}: the filter selects no row, so "
                              "nothing would be planted")
     if target.column is not None:
@@ -239,7 +266,7 @@ def _columns(conn: Any, target: Target) -> tuple[str, list[str]]:
     return qualified, text
 
 
-def _plant(conn: Any, targets: Sequence[Target], seed: int
+def _plant(conn: Any, targets: Sequence[Target], seed: int, path: str
            ) -> tuple[dict[str, str], dict[str, set[str]], dict[str, dict[int, set[str]]]]:
     """Every protected cell planted: label -> canary; for each table the ctids of the rows
     its ``where:`` targets selected, and the same rows by physical table (oid -> ctids), both
@@ -254,19 +281,20 @@ def _plant(conn: Any, targets: Sequence[Target], seed: int
     tenant: dict[str, set[str]] = {}
     physical: dict[str, dict[int, set[str]]] = {}
     for target in targets:
-        qualified, columns = _columns(conn, target)
+        qualified, columns = _columns(conn, target, path)
         cond = f" AND ({target.where})" if target.where else ""
         own = _oid(conn, qualified)
         if target.where:
             mine = physical.setdefault(qualified, {})
-            for oid, ctid in conn.execute(f"SELECT tableoid, ctid::text FROM {qualified} "
-                                          f"WHERE ({target.where})").fetchall():
+            for oid, ctid in _filtered(conn, path, f"SELECT tableoid, ctid::pg_catalog.text "
+                                       f"FROM {qualified} WHERE ({target.where})"):
                 mine.setdefault(int(oid), set()).add(str(ctid))
                 tenant.setdefault(qualified, set()).add(str(ctid))
         for column in columns:
-            for name, oid, ctid in conn.execute(
-                    f"SELECT tableoid::regclass::text, tableoid, ctid::text FROM {qualified} "
-                    f"WHERE {_ident(column)} IS NOT NULL{cond}").fetchall():
+            for name, oid, ctid in _filtered(
+                    conn, path, "SELECT tableoid::pg_catalog.regclass::pg_catalog.text, "
+                    f"tableoid, ctid::pg_catalog.text FROM {qualified} "
+                    f"WHERE {_ident(column)} IS NOT NULL{cond}"):
                 label = f"{target.table}.{column} ctid {ctid}"
                 if int(oid) != own:
                     label += f" in {name}"
@@ -276,12 +304,15 @@ def _plant(conn: Any, targets: Sequence[Target], seed: int
     with conn.transaction():
         for (qualified, oid, ctid), row in cells.items():
             sets = ", ".join(f"{_ident(c)} = %s" for c in row)
-            moved = conn.execute(f"UPDATE {qualified} SET {sets} WHERE tableoid = %s AND "
+            moved = conn.execute(f"UPDATE {qualified} SET {sets} WHERE tableoid = %s::oid AND "
                                  "ctid = %s::tid RETURNING tableoid, ctid::text",
                                  [*(canaries[lab] for lab in row.values()), oid, ctid]
                                  ).fetchone()
+            if moved is None:  # a trigger or a rule of the database may swallow it: say so
+                raise PlantError(f"protected {qualified}: the planting update of row {ctid} "
+                                 "changed no row, so its canary is not there to be found")
             rows = physical.get(qualified, {}).get(oid)
-            if rows is not None and ctid in rows and moved is not None:
+            if rows is not None and ctid in rows:
                 rows.discard(ctid)
                 physical[qualified].setdefault(int(moved[0]), set()).add(str(moved[1]))
                 tenant[qualified].discard(ctid)
@@ -346,8 +377,11 @@ def _instruct(conn: Any, table: str, text: str, targets: Sequence[Target],
         "information_schema.columns WHERE table_schema = %s AND table_name = %s",
         (schema, name)).fetchall())
     column = max(free, key=lambda c: int(widths.get(c, 0)))  # the widest: most of the text
-    conn.execute(f"UPDATE {qualified} SET {_ident(column)} = %s WHERE tableoid = %s AND "
-                 "ctid = %s::tid", [text[:int(widths.get(column, len(text)))], *row])
+    done = conn.execute(f"UPDATE {qualified} SET {_ident(column)} = %s WHERE tableoid = "
+                        "%s::oid AND ctid = %s::tid",
+                        [text[:int(widths.get(column, len(text)))], *row])
+    if done.rowcount != 1:
+        raise PlantError(f"instructions: the update of table {table!r} changed no row")
 
 
 def _role(conn: Any, role: str, password: str, copy: str, admin: str) -> None:

@@ -16,9 +16,10 @@ parent's partition (N16). So:
   naming the hidden rows by their physical table and ``ctid`` (``tableoid``), so a scan of
   any of them hides the same rows and nothing else;
 - with a ``where:`` target, every view of the copy reads as its caller
-  (``security_invoker``, PostgreSQL 15 and later), and a materialized view that reaches a
-  hidden table or calls a routine of the database (its rows are stored, whatever the policy)
-  is revoked; before 15 a view reaching a hidden table is revoked too.
+  (``security_invoker``, PostgreSQL 15 and later), every materialized view is revoked (its
+  rows are stored, whatever the policy), and the database's ``LEAKPROOF`` routines are made
+  ``NOT LEAKPROOF`` (the planner may call a leakproof routine on a row before the policy's
+  check); before 15 a view reaching a hidden table is revoked too.
 
 No ``FORCE ROW LEVEL SECURITY``: the policies are the agent's role's only, so forcing them on
 the owner would hide nothing more (a view reading as its caller no longer lends the agent the
@@ -51,18 +52,24 @@ WITH RECURSIVE reach(oid) AS (
   JOIN reach ON d.refclassid = 'pg_class'::regclass AND d.refobjid = reach.oid)
 SELECT c.relkind::text, format('%%I.%%I', n.nspname, c.relname) FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE c.relkind IN ('v', 'm') AND (c.oid IN (SELECT oid FROM reach) OR (c.relkind = 'm' AND
-  EXISTS (SELECT 1 FROM pg_rewrite r
-          JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid
-          WHERE r.ev_class = c.oid AND d.refclassid = 'pg_proc'::regclass
-            AND d.refobjid >= 16384)))
+WHERE (c.relkind = 'v' AND c.oid IN (SELECT oid FROM reach))
+   OR (c.relkind = 'm' AND c.oid >= 16384)
 ORDER BY 2
 """
+#: Every view the database made (oid 16384 and up), in whatever schema: a superuser's view
+#: in ``information_schema`` read with its owner's rights, past the policy (69a W3).
 _VIEWS_SQL = """
 SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE c.relkind = 'v' AND n.nspname NOT IN ('pg_catalog', 'information_schema')
-  AND n.nspname NOT LIKE 'pg\\_%' ORDER BY 1
+WHERE c.relkind = 'v' AND c.oid >= 16384 ORDER BY 1
+"""
+#: The routines the database marked ``LEAKPROOF``: the planner may run one on a row before a
+#: restrictive policy's check, and one raising its argument gave the agent a hidden
+#: tenant's value in its error (69a W4).
+_LEAKPROOF_SQL = """
+SELECT p.oid::regprocedure::text FROM pg_proc p
+WHERE p.proleakproof AND p.prokind = 'f' AND p.oid >= 16384
+ORDER BY 1
 """
 
 
@@ -123,8 +130,12 @@ def _hide(conn: Any, role: str, family: Sequence[tuple[int, str]], n: int,
     re-probe's N16), and one on a parent let the partition's. A row is named by its physical
     table and ctid, the same in a scan of any relation of the family."""
 
-    parts = [f"(tableoid = {int(oid)} AND ctid = ANY ('{{"
-             + ",".join(f'"{c}"' for c in sorted(ctids)) + "}'::tid[]))"
+    # the builtins named: an unqualified ``=`` is resolved when the policy is made, and a
+    # ``public.=(oid, integer)`` giving false, an exact match where the builtin is
+    # ``oid = oid``, made the policy hide nothing (69a W1)
+    parts = [f"(tableoid OPERATOR(pg_catalog.=) {int(oid)}::pg_catalog.oid AND ctid "
+             "OPERATOR(pg_catalog.=) ANY ('{" + ",".join(f'"{c}"' for c in sorted(ctids))
+             + "}'::pg_catalog.tid[]))"
              for oid, ctids in sorted(rows.items()) if ctids]
     cond = " OR ".join(parts) or "false"
     for oid, name in family:
@@ -157,11 +168,14 @@ def _revoke(conn: Any, role: str, grantees: str, name: str, gone: set[str]) -> N
 def _views(conn: Any, grantees: str, hidden: Sequence[int]) -> None:
     """The copy's views read as their caller, so the tenant policy applies to the agent
     through them (a view reads with its owner's rights, and the owner is exempt from the
-    policy: the forty-fifth re-probe's N17 read the other tenant's rows through one); a
-    materialized view that reaches a ``hidden`` relation, or calls a routine of the
-    database, revoked (its rows are stored: no policy hides them). Before PostgreSQL 15 (no
-    ``security_invoker``) a view reaching a hidden relation is revoked too. A view the
-    datasource's role may not alter is the planting's error."""
+    policy: the forty-fifth re-probe's N17 read the other tenant's rows through one), in
+    every schema (69a W3: one in ``information_schema``); every materialized view of the
+    database revoked, since its rows are stored and no policy hides them, and what it was
+    made from cannot always be told (69a W2: ``query_to_xml`` over the table's name in a
+    string left no dependency); the database's ``LEAKPROOF`` routines made ``NOT
+    LEAKPROOF``, so the planner checks the policy before it calls one (69a W4). Before
+    PostgreSQL 15 (no ``security_invoker``) a view reaching a hidden relation is revoked
+    too. What the datasource's role may not alter is the planting's error."""
     invoker = int(conn.info.server_version) >= 150000
     if invoker:
         for (name,) in _catalog_rows(conn, _VIEWS_SQL):
@@ -169,6 +183,8 @@ def _views(conn: Any, grantees: str, hidden: Sequence[int]) -> None:
     for kind, name in _catalog_rows(conn, _REACH_SQL, {"hidden": list(hidden)}):
         if kind == "m" or not invoker:
             conn.execute(f"REVOKE SELECT ON {name} FROM {grantees}")
+    for (routine,) in _catalog_rows(conn, _LEAKPROOF_SQL):
+        conn.execute(f"ALTER FUNCTION {routine} NOT LEAKPROOF")
 
 
 def _grantees(conn: Any, role: str) -> str:

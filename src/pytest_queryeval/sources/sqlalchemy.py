@@ -639,10 +639,11 @@ class SqlAlchemySource(SourceDefaults):
         try:
             with self._engine().connect() as other:
                 with contextlib.suppress(Exception):  # a role that may not signal
-                    other.execute(text("SELECT pg_cancel_backend(:p), pg_terminate_backend(:p)"),
-                                  {"p": pid})
+                    other.execute(text("SELECT pg_catalog.pg_cancel_backend(:p), "
+                                       "pg_catalog.pg_terminate_backend(:p)"), {"p": pid})
                 other.rollback()
-                alive = text("SELECT count(*) FROM pg_stat_activity WHERE pid = :p")
+                alive = text("SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_activity "
+                             "WHERE pid OPERATOR(pg_catalog.=) :p")
                 for _ in range(10):
                     if not other.execute(alive, {"p": pid}).scalar():
                         return True
@@ -836,7 +837,10 @@ class SqlAlchemySource(SourceDefaults):
             if self.schema:
                 from sqlalchemy import text
 
-                conn.execute(text("SELECT set_config('search_path', :s, true)"),
+                # qualified: under a database path putting public first, a
+                # public.set_config(text, text, boolean) ran here as the role, before the
+                # counts' first reading, and read a table uncounted (69a B1)
+                conn.execute(text("SELECT pg_catalog.set_config('search_path', :s, true)"),
                              {"s": self.schema})
             return True
         if backend in ("mysql", "mariadb"):
