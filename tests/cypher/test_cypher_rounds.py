@@ -28,6 +28,7 @@ from tests.cypher import test_cypher_sixtyeighth as sixtyeighth
 from tests.cypher import test_cypher_sixtyfifth as sixtyfifth
 from tests.cypher import test_cypher_sixtyfirst as sixtyfirst
 from tests.cypher import test_cypher_sixtyfourth as sixtyfourth
+from tests.cypher import test_cypher_sixtyninth as sixtyninth
 from tests.cypher import test_cypher_sixtysecond as sixtysecond
 from tests.cypher import test_cypher_sixtyseventh as sixtyseventh
 from tests.cypher import test_cypher_sixtysixth as sixtysixth
@@ -46,7 +47,8 @@ ROUNDS = {"thirtyninth": thirtyninth, "fortyfirst": fortyfirst, "fortythird": fo
           "sixtysecond": sixtysecond,
           "sixtythird": sixtythird, "sixtyfourth": sixtyfourth,
           "sixtyfifth": sixtyfifth, "sixtysixth": sixtysixth,
-          "sixtyseventh": sixtyseventh, "sixtyeighth": sixtyeighth}
+          "sixtyseventh": sixtyseventh, "sixtyeighth": sixtyeighth,
+          "sixtyninth": sixtyninth}
 _REFUSED = [(round_, name) for round_, module in ROUNDS.items() for name in sorted(module.REFUSED)]
 _SENT = [(round_, k) for round_, module in ROUNDS.items() for k in range(len(module.SENT))]
 

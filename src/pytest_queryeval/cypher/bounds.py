@@ -26,6 +26,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -2485,14 +2486,17 @@ def _check_sorts(code: Sequence[Token], read: tuple[list[tuple[int, ...]], dict[
     paths = _path_keys(code, scopes)
     built = _built_unwinds(code, scopes, ranges)
     for at, end, what in _sorted_clauses(code, scopes):
-        # a grouping takes all its rows whatever LIMIT follows it (``WITH y % 500000 AS k,
-        # collect({...}) AS c LIMIT 10`` held a 3 s server 10.7 s: the forty-fifth T5); a
-        # sort keeps a top, a DISTINCT streams
+        # a grouping or a percentile takes all its rows whatever LIMIT follows (the forty-
+        # fifth T5, 10.7 s); a sort keeps a top, a DISTINCT streams
         if end - at == 0:
             continue
         keys = _keys(code, scopes, at, end, what)
+        if what.lower() == "collect()":
+            _check_collected(code, (at, end, what), wide, degree[at],
+                             (rows[at] if not counted[at] else 0, least[at]))
+            continue
         weighed = max(rows[at] if counted[at] else 0, least[at])
-        if what != "the grouping" and (top := _top(code, end)) <= MAX_TOP:
+        if what in ("ORDER BY", "DISTINCT") and (top := _top(code, end)) <= MAX_TOP:
             # a top's rows are what it keeps, but their keys are not bounded by it (3,000
             # keys of a range(1,90) name over 300 rows, LIMIT 1000, held a 3 s server 13 s:
             # the sixty-eighth re-probe's TK)
@@ -2509,10 +2513,7 @@ def _check_sorts(code: Sequence[Token], read: tuple[list[tuple[int, ...]], dict[
                 "multiplied, beside variable-length relationships, which no count bounds: "
                 "the server sorts, removes duplicates and groups them in one step, without "
                 "checking its timeout (add a LIMIT after an ORDER BY, or bound the rows)")
-        keyed = any(k in wide or (_wide(code, k) and _function(code, k) not in _FEW_VALUES
-                                  and not _projected_properties(code, k))
-                    or (k + 1 < end and code[k + 1].text == "(" and _function(code, k) == "range")
-                    for k in keys)  # type(r), toString(x): one; range(1,50): a list (65c R1)
+        keyed = _keyed(code, keys, wide, end)
         if (counted[at] and rows[at] > MAX_SORTED) or least[at] > MAX_SORTED or (
                 not counted[at] and rows[at] >= UNBOUNDED_ROWS
                 and (keyed or degree[at] >= MAX_PRODUCT)):
@@ -2529,6 +2530,39 @@ def _check_sorts(code: Sequence[Token], read: tuple[list[tuple[int, ...]], dict[
                 "them in one step, without checking its timeout (add a LIMIT after an "
                 "ORDER BY, or bound the rows)")
         _check_sort_values(code, (at, what), keys, (scopes, sources, maps), weighed)
+
+
+def _keyed(code: Sequence[Token], keys: list[int], wide: AbstractSet[int], end: int) -> bool:
+    """Whether a sort's ``keys`` (ending at ``code[end]``) may hold several values: a name
+    bound to a list or a map (:func:`_wide_uses`), a call that makes one, a ``range()``
+    (65c R1); ``type(r)``, ``toString(x)`` are one."""
+    return any(k in wide or (_wide(code, k) and _function(code, k) not in _FEW_VALUES
+                             and not _projected_properties(code, k))
+               or (k + 1 < end and code[k + 1].text == "(" and _function(code, k) == "range")
+               for k in keys)
+
+
+def _check_collected(code: Sequence[Token], call: tuple[int, int, str], wide: AbstractSet[int],
+                     degree: int, rows: tuple[int, int]) -> None:
+    """Refuse a ``collect()`` over rows the text cannot bound (``rows``: those it counts, 0
+    where it cannot, and the least it takes) of :data:`MAX_PRODUCT` patterns or more, or of
+    a value that may hold several over more than :data:`MAX_SORTED` rows at least: the
+    server holds every row's value past its cap on a query's memory (the sixty-ninth
+    re-probe's M1). One pattern's rows (``OPTIONAL MATCH (m)<-[r]-(p) ... collect({name:
+    p.name, roles: r.roles})``) are an honest grouping's. Over rows the text counts, a
+    collected list is weighed where it is built (:func:`_check_work`)."""
+    at, end, what = call
+    uncounted, least = rows
+    if uncounted < UNBOUNDED_ROWS:
+        return
+    if degree >= MAX_PRODUCT or (least > MAX_SORTED and _keyed(code, list(range(at, end)),
+                                                                wide, end)):
+        raise QueryRefused(
+            f"{what} at {where(code[at - 2])} gathers the rows of a product of {degree} "
+            "patterns, which no count bounds" + (
+                ", each a value that may hold several" if degree < MAX_PRODUCT else "")
+            + ": the server holds them all in memory at once, past its cap on a query's "
+            "memory (bound the rows, or collect from one pattern)")
 
 
 def _check_sort_values(code: Sequence[Token], clause: tuple[int, str], keys: list[int],
@@ -2792,8 +2826,10 @@ def _top(code: Sequence[Token], end: int) -> int:
 def _sorted_clauses(code: Sequence[Token], scopes: list[tuple[int, ...]]
                     ) -> list[tuple[int, int, str]]:
     """Each ``ORDER BY``'s keys, ``DISTINCT`` projection's items and grouping projection's
-    items (one with an aggregate beside other items), outside brackets: where they start and
-    end, and which it is."""
+    items (one with an aggregate beside other items), outside brackets, and what each
+    percentile and ``collect()`` of a projection gathers (:func:`_gathering_calls`: a
+    percentile is checked as a sort of its rows, a ``collect()`` by
+    :func:`_check_collected`): where they start and end, and which it is."""
     out: list[tuple[int, int, str]] = []
     for i in range(len(code)):
         word = _keyword(code, i)
@@ -2808,6 +2844,34 @@ def _sorted_clauses(code: Sequence[Token], scopes: list[tuple[int, ...]]
             end = _clause_end(code, scopes, i + 1)
             if _aggregates_some(code, i + 1, end) and not _aggregates_only(code, i + 1):
                 out.append((i + 1, end, "the grouping"))
+        if word in ("WITH", "RETURN"):
+            out.extend(_gathering_calls(code, scopes, i + 1, _clause_end(code, scopes, i + 1)))
+    return out
+
+
+#: Aggregates that gather all their rows' values before they answer: a percentile sorts
+#: them, in one step without checking its timeout (``percentileDisc(rand(), 0.5)`` over a
+#: product of two ``range(1,1000000)`` held a 3 s server 10 s, eight of them 15 s, and the
+#: golds of the honest cases after it timed out: the sixty-ninth re-probe's H1 to H5), and
+#: ``collect()`` holds them (over a product of seven node patterns the server grew to 2 GB
+#: past its 256 MB cap on a query's memory: M1).
+_GATHERING = frozenset({"percentilecont", "percentiledisc", "collect"})
+
+
+def _gathering_calls(code: Sequence[Token], scopes: list[tuple[int, ...]], at: int,
+                     end: int) -> list[tuple[int, int, str]]:
+    """Each call of :data:`_GATHERING` in the projection ``code[at:end]``: where its first
+    argument (what it gathers) starts and ends, and its name as called (``percentileDisc()``)."""
+    out: list[tuple[int, int, str]] = []
+    for k in range(at, end - 1):
+        if code[k].kind == "word" and code[k].text.lower() in _GATHERING \
+                and code[k + 1].text == "(" and not (k and code[k - 1].text == "."):
+            arg = k + 2
+            while arg < end and k + 1 in scopes[arg] and not (
+                    code[arg].text == "," and scopes[arg][-1] == k + 1):
+                arg += 1
+            if arg > k + 2:
+                out.append((k + 2, arg, f"{code[k].text}()"))
     return out
 
 
