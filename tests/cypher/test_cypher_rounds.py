@@ -23,6 +23,7 @@ from tests.cypher import test_cypher_fortyninth as fortyninth
 from tests.cypher import test_cypher_fortyseventh as fortyseventh
 from tests.cypher import test_cypher_fortysixth as fortysixth
 from tests.cypher import test_cypher_fortythird as fortythird
+from tests.cypher import test_cypher_seventieth as seventieth
 from tests.cypher import test_cypher_sixtieth as sixtieth
 from tests.cypher import test_cypher_sixtyeighth as sixtyeighth
 from tests.cypher import test_cypher_sixtyfifth as sixtyfifth
@@ -48,7 +49,7 @@ ROUNDS = {"thirtyninth": thirtyninth, "fortyfirst": fortyfirst, "fortythird": fo
           "sixtythird": sixtythird, "sixtyfourth": sixtyfourth,
           "sixtyfifth": sixtyfifth, "sixtysixth": sixtysixth,
           "sixtyseventh": sixtyseventh, "sixtyeighth": sixtyeighth,
-          "sixtyninth": sixtyninth}
+          "sixtyninth": sixtyninth, "seventieth": seventieth}
 _REFUSED = [(round_, name) for round_, module in ROUNDS.items() for name in sorted(module.REFUSED)]
 _SENT = [(round_, k) for round_, module in ROUNDS.items() for k in range(len(module.SENT))]
 

@@ -675,15 +675,15 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
     rows, matched, depth, aggregated, exact, floor = 1, False, 0, False, True, 1
     matches = 1  # what the MATCH clauses make at least (:func:`_matched_at_least`)
     collected: dict[str, int] = {}  # a name a collect() bound: the rows it gathered at least
-    subs = _Subqueries(code, _scopes(code), _branches, lambda state: state)
-    for i, tok in enumerate(code):
+    subs = _Subqueries(code, scopes := _scopes(code), _branches, lambda state: state)
+    ends = (-1, (1, 1))  # an aggregating subquery RETURN's end, and the outer rows from there
+    for i, tok in enumerate(code):  # there, a subquery's one row of each outer one (59c L1)
+        floor, matches = ends[1] if i == ends[0] else (floor, matches)
         floor, matches = subs.step(i, (floor, matches))
         depth += (tok.kind == "punct") * ((tok.text in _OPEN) - (tok.text in _CLOSE))
         word = _keyword(code, i)
         if aggregated and depth == 0 and word in _PROJECTION_ENDS:
-            # past ``WITH collect(x) AS r``: one row, from which a MATCH of one pattern
-            # matches what a first one does (``WITH collect(n.name) AS names MATCH (m:Movie)
-            # RETURN m.title, names`` was taken for a product and refused)
+            # past ``WITH collect(x) AS r``: one row, a MATCH of one pattern a first one's
             rows, aggregated, matched, exact, floor, matches = 1, False, False, True, 1, 1
         if word == "MATCH":
             one = not matched and _one_pattern(code, i + 1)
@@ -707,7 +707,8 @@ def _counted_rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
         if word in ("WITH", "RETURN"):  # a subquery's RETURN too
             collected.update(_collects(code, i + 1, floor * matches, collected))
         if word == "RETURN" and (outer := subs.outer(i)) and _aggregates_only(code, i + 1):
-            floor, matches = outer  # a subquery's one row of each outer one (59c L1)
+            # past its items, which take the subquery's rows (a percentile there: 70c H1)
+            ends = (_clause_end(code, scopes, i + 1), outer)
         if word == "UNION":  # a new product (54c O1), or a subquery's branch (R1)
             floor, matches = subs.restart(i, (floor, matches), (1, 1))
         out.append(rows)
@@ -2545,22 +2546,28 @@ def _keyed(code: Sequence[Token], keys: list[int], wide: AbstractSet[int], end: 
 def _check_collected(code: Sequence[Token], call: tuple[int, int, str], wide: AbstractSet[int],
                      degree: int, rows: tuple[int, int]) -> None:
     """Refuse a ``collect()`` over rows the text cannot bound (``rows``: those it counts, 0
-    where it cannot, and the least it takes) of :data:`MAX_PRODUCT` patterns or more, or of
-    a value that may hold several over more than :data:`MAX_SORTED` rows at least: the
-    server holds every row's value past its cap on a query's memory (the sixty-ninth
-    re-probe's M1). One pattern's rows (``OPTIONAL MATCH (m)<-[r]-(p) ... collect({name:
-    p.name, roles: r.roles})``) are an honest grouping's. Over rows the text counts, a
-    collected list is weighed where it is built (:func:`_check_work`)."""
+    where it cannot, and the least it takes) of more than :data:`MAX_RANGE` at least, of
+    :data:`MAX_PRODUCT` patterns or more, or of a value that may hold several over more
+    than :data:`MAX_SORTED` rows at least: the server holds every row's value past its cap
+    on a query's memory (over seven node patterns, 2 GB against 256 MB: the sixty-ninth
+    re-probe's M1; ``collect(rand())`` over two ``range(1,1000000)`` in a subquery, whose
+    rows no count bounds, 1.2 GB: the seventieth's M1). One pattern's rows (``OPTIONAL
+    MATCH (m)<-[r]-(p) ... collect({name: p.name, roles: r.roles})``) are an honest
+    grouping's. Over rows the text counts, a collected list is weighed where it is built
+    (:func:`_check_work`)."""
     at, end, what = call
     uncounted, least = rows
     if uncounted < UNBOUNDED_ROWS:
         return
-    if degree >= MAX_PRODUCT or (least > MAX_SORTED and _keyed(code, list(range(at, end)),
-                                                                wide, end)):
+    if least > MAX_RANGE or degree >= MAX_PRODUCT or (
+            least > MAX_SORTED and _keyed(code, list(range(at, end)), wide, end)):
         raise QueryRefused(
-            f"{what} at {where(code[at - 2])} gathers the rows of a product of {degree} "
-            "patterns, which no count bounds" + (
-                ", each a value that may hold several" if degree < MAX_PRODUCT else "")
+            f"{what} at {where(code[at - 2])} gathers "
+            + (f"{_count(least)} rows at least" if least > MAX_RANGE
+               else f"the rows of a product of {degree} patterns")
+            + ", which no count bounds" + (
+                ", each a value that may hold several"
+                if least <= MAX_RANGE and degree < MAX_PRODUCT else "")
             + ": the server holds them all in memory at once, past its cap on a query's "
             "memory (bound the rows, or collect from one pattern)")
 
