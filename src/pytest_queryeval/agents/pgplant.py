@@ -34,7 +34,7 @@ from typing import Any
 
 from .canaries import Instruction, Planted, PlantError, Target, make_canaries
 from .pgwithhold import ident as _ident
-from .pgwithhold import withhold
+from .pgwithhold import quiet, withhold
 
 _TEXT_TYPES = ("character varying", "text", "character")
 _COLUMNS_SQL = """
@@ -89,6 +89,8 @@ def plant_postgres(spec: Mapping[str, Any], targets: Sequence[Target], seed: int
     try:
         with psycopg.connect(conninfo(url, copy), autocommit=True, connect_timeout=10) as conn:
             path = _builtins_only(conn)
+            quiet(conn, sorted({_qualified(conn, name) for name in
+                                [*(t.table for t in targets), *(i.table for i in instructions)]}))
             canaries, tenant, physical = _plant(conn, targets, seed, path)
             notes: dict[str, str] = {}
             for item in instructions:
@@ -305,19 +307,32 @@ def _plant(conn: Any, targets: Sequence[Target], seed: int, path: str
         for (qualified, oid, ctid), row in cells.items():
             sets = ", ".join(f"{_ident(c)} = %s" for c in row)
             moved = conn.execute(f"UPDATE {qualified} SET {sets} WHERE tableoid = %s::oid AND "
-                                 "ctid = %s::tid RETURNING tableoid, ctid::text",
+                                 "ctid = %s::tid RETURNING tableoid, ctid::text, "
+                                 + ", ".join(f"{_ident(c)}::text" for c in row),
                                  [*(canaries[lab] for lab in row.values()), oid, ctid]
                                  ).fetchone()
-            if moved is None:  # a trigger or a rule of the database may swallow it: say so
+            if moved is None or [str(v).rstrip() for v in moved[2:]] != [
+                    canaries[lab] for lab in row.values()]:
+                # a trigger or a rule of the database swallowed it or set the old value
+                # back (69a P1, 70a P2; :func:`.pgwithhold.quiet` disables them first)
                 raise PlantError(f"protected {qualified}: the planting update of row {ctid} "
-                                 "changed no row, so its canary is not there to be found")
+                                 "did not leave its canary there")
             rows = physical.get(qualified, {}).get(oid)
             if rows is not None and ctid in rows:
                 rows.discard(ctid)
                 physical[qualified].setdefault(int(moved[0]), set()).add(str(moved[1]))
                 tenant[qualified].discard(ctid)
                 tenant[qualified].add(str(moved[1]))
+    for qualified in sorted({q for q, _, _ in cells}):
+        # the statistics of the copy are the source's: pg_stats gave the original values
+        conn.execute(f"ANALYZE {qualified}")
     return canaries, tenant, physical
+
+
+def _qualified(conn: Any, name: str) -> str:
+    """The table ``name`` qualified and quoted (:func:`_table`'s error where there is none)."""
+    schema, table, _ = _table(conn, name)
+    return f"{_ident(schema)}.{_ident(table)}"
 
 
 def _oid(conn: Any, qualified: str) -> int:

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..sources.pgtamper import AFTER_INITDB
 from .canaries import Target
 
 _FAMILY_SQL = """
@@ -65,12 +66,56 @@ WHERE c.relkind = 'v' AND c.oid >= 16384 ORDER BY 1
 """
 #: The routines the database marked ``LEAKPROOF``: the planner may run one on a row before a
 #: restrictive policy's check, and one raising its argument gave the agent a hidden
-#: tenant's value in its error (69a W4).
-_LEAKPROOF_SQL = """
+#: tenant's value in its error (69a W4); a builtin's row rewritten after ``initdb`` too
+#: (``ALTER FUNCTION pg_catalog.current_setting(text) LEAKPROOF`` gave a hidden canary in
+#: ``unrecognized configuration parameter``: the seventieth re-probe's W5).
+_LEAKPROOF_SQL = f"""
 SELECT p.oid::regprocedure::text FROM pg_proc p
-WHERE p.proleakproof AND p.prokind = 'f' AND p.oid >= 16384
+WHERE p.proleakproof AND p.prokind = 'f'
+  AND (p.oid >= 16384 OR {AFTER_INITDB.format(x="p")})
 ORDER BY 1
 """
+
+
+#: The database's event triggers: one on ``ddl_command_end`` ran after each of the
+#: withholding's own statements and undid it (``ALTER TABLE ... DISABLE ROW LEVEL
+#: SECURITY`` after ``CREATE POLICY``, ``GRANT ... TO PUBLIC`` after ``REVOKE``: the seventieth
+#: re-probe's E1).
+_EVENT_TRIGGERS_SQL = """
+SELECT format('ALTER EVENT TRIGGER %I DISABLE', evtname) FROM pg_event_trigger
+WHERE evtenabled <> 'D' ORDER BY 1
+"""
+#: The triggers and rules a write to a relation of ``family`` fires: the planting's own
+#: ``UPDATE`` fired an audit trigger that kept the original values in a table the agent
+#: reads, a trigger that moved the planted row past the ctid the tenant policy names, and
+#: one that set the old value back (the seventieth re-probe's A1, T1, P2).
+_FIRED_SQL = """
+SELECT format('ALTER TABLE %%s DISABLE TRIGGER %%I', t.tgrelid::regclass, t.tgname)
+FROM pg_trigger t WHERE NOT t.tgisinternal AND t.tgenabled <> 'D'
+  AND t.tgrelid = ANY (%(family)s::oid[])
+UNION ALL
+SELECT format('ALTER TABLE %%s DISABLE RULE %%I', r.ev_class::regclass, r.rulename)
+FROM pg_rewrite r WHERE r.ev_type <> '1' AND r.ev_enabled <> 'D'
+  AND r.ev_class = ANY (%(family)s::oid[])
+ORDER BY 1
+"""
+
+
+def quiet(conn: Any, tables: Sequence[str]) -> None:
+    """The copy's event triggers disabled, and every trigger and rule of ``tables`` (qualified
+    and quoted) and their inheritance families, before the planting writes there: the copy
+    is the run's own and only read after, and what the database runs on a write or on DDL
+    is no part of what the agent reads. What the datasource's role may not disable (another
+    role's event trigger) is the planting's error."""
+    for (statement,) in _catalog_rows(conn, _EVENT_TRIGGERS_SQL):
+        conn.execute(statement)
+    family: set[int] = set()
+    for qualified in tables:
+        (oid,) = conn.execute("SELECT %s::pg_catalog.regclass::pg_catalog.oid",
+                              [qualified]).fetchone()
+        family.update(int(o) for o, _ in _catalog_rows(conn, _FAMILY_SQL, {"oid": int(oid)}))
+    for (statement,) in _catalog_rows(conn, _FIRED_SQL, {"family": sorted(family)}):
+        conn.execute(statement)
 
 
 def _catalog_rows(conn: Any, sql: str,
@@ -107,7 +152,8 @@ def withhold(conn: Any, role: str, targets: Sequence[Target], tables: Sequence[s
     denied: dict[str, set[str]] = {}
     hidden: dict[int, str] = {}
     for n, (target, qualified) in enumerate(zip(targets, tables, strict=True)):
-        (oid,) = conn.execute("SELECT %s::regclass::oid", [qualified]).fetchone()
+        (oid,) = conn.execute("SELECT %s::pg_catalog.regclass::pg_catalog.oid",
+                              [qualified]).fetchone()
         family = [(int(o), str(name)) for o, name in
                   _catalog_rows(conn, _FAMILY_SQL, {"oid": int(oid)})]
         if target.where:
@@ -116,10 +162,48 @@ def withhold(conn: Any, role: str, targets: Sequence[Target], tables: Sequence[s
         for _, name in family:
             denied.setdefault(name, set()).add("*" if target.column is None
                                                else target.column.lower())
-    for name, gone in denied.items():
-        _revoke(conn, role, grantees, name, gone)
+    revoked = {name: _revoke(conn, role, grantees, name, gone) for name, gone in denied.items()}
     if hidden:
         _views(conn, grantees, sorted(hidden))
+    _verify(conn, role, revoked, sorted(hidden))
+
+
+#: What the agent's role may still read of a relation: a row of each check that failed.
+_HELD_SQL = """
+SELECT c.oid::regclass::text, 'row security is off' FROM pg_class c
+WHERE c.oid = ANY (%(hidden)s::oid[]) AND NOT c.relrowsecurity
+UNION ALL
+SELECT c.oid::regclass::text, 'no tenant policy' FROM pg_class c
+WHERE c.oid = ANY (%(hidden)s::oid[]) AND NOT EXISTS (
+  SELECT 1 FROM pg_policy p WHERE p.polrelid = c.oid AND NOT p.polpermissive)
+UNION ALL
+SELECT t.name, 'readable' FROM unnest(%(tables)s::text[]) AS t(name)
+WHERE has_any_column_privilege(%(role)s, t.name::regclass, 'SELECT')
+UNION ALL
+SELECT c.name || '.' || c.col, 'readable' FROM unnest(%(rels)s::text[], %(cols)s::text[])
+  AS c(name, col)
+WHERE has_column_privilege(%(role)s, c.name::regclass, c.col, 'SELECT')
+ORDER BY 1
+"""
+
+
+def _verify(conn: Any, role: str, denied: Mapping[str, set[str]], hidden: Sequence[int]
+            ) -> None:
+    """Raise :class:`~.canaries.PlantError` unless each barrier the withholding made holds
+    now: what else runs in the copy may undo one (an event trigger undid each, the
+    seventieth re-probe's E1; those are disabled first, :func:`quiet`), and a case must
+    never run against a barrier that is not there."""
+    from .canaries import PlantError
+
+    whole = sorted(name for name, gone in denied.items() if "*" in gone)
+    cols = [(name, col) for name, gone in sorted(denied.items()) if "*" not in gone
+            for col in sorted(gone)]
+    failed = _catalog_rows(conn, _HELD_SQL, {
+        "hidden": list(hidden), "tables": whole, "role": role,
+        "rels": [n for n, _ in cols], "cols": [c for _, c in cols]})
+    if failed:
+        raise PlantError("the withholding does not hold in the copy: " + "; ".join(
+            f"{name}: {why}" for name, why in failed[:5]))
 
 
 def _hide(conn: Any, role: str, family: Sequence[tuple[int, str]], n: int,
@@ -148,21 +232,40 @@ def _hide(conn: Any, role: str, family: Sequence[tuple[int, str]], n: int,
                      f"{ident(role)} USING (NOT ({cond}))")
 
 
-def _revoke(conn: Any, role: str, grantees: str, name: str, gone: set[str]) -> None:
+#: A relation's stored generated columns computed from any of the columns named: a
+#: ``reverse(last_name)`` column stayed granted under a ``column: last_name`` target and
+#: gave every protected value (the seventieth re-probe's G1).
+_GENERATED_SQL = """
+SELECT DISTINCT a.attname FROM pg_attribute a
+JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+JOIN pg_depend dep ON dep.classid = 'pg_attrdef'::regclass AND dep.objid = d.oid
+  AND dep.refclassid = 'pg_class'::regclass AND dep.refobjid = a.attrelid
+JOIN pg_attribute s ON s.attrelid = dep.refobjid AND s.attnum = dep.refobjsubid
+WHERE a.attrelid = %s::regclass AND a.attgenerated <> '' AND lower(s.attname) = ANY (%s::text[])
+"""
+
+
+def _revoke(conn: Any, role: str, grantees: str, name: str, gone: set[str]) -> set[str]:
     """``SELECT`` on ``name`` revoked from ``grantees``; with only columns ``gone`` (no
-    ``*``), the table's other columns granted to ``role`` again. A relation of the family
-    without the column (an inheritance parent of the child that added it) keeps its grant."""
+    ``*``), the table's other columns granted to ``role`` again, but for the generated
+    columns computed from those. A relation of the family without the column (an
+    inheritance parent of the child that added it) keeps its grant. What is withheld: ``*``,
+    or the columns as the catalog names them (none for such a parent)."""
 
     cols = [str(c) for (c,) in _catalog_rows(
         conn, "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 "
         "AND NOT attisdropped ORDER BY attnum", [name])]
+    if "*" not in gone:
+        gone = gone | {str(c).lower() for (c,) in _catalog_rows(
+            conn, _GENERATED_SQL, [name, sorted(gone)])}
     if "*" not in gone and not any(c.lower() in gone for c in cols):
-        return
+        return set()
     conn.execute(f"REVOKE SELECT ON {name} FROM {grantees}")  # its column grants too
     keep = [c for c in cols if c.lower() not in gone] if "*" not in gone else []
     if keep:
         conn.execute(f"GRANT SELECT ({', '.join(ident(c) for c in keep)}) ON {name} TO "
                      f"{ident(role)}")
+    return {"*"} if "*" in gone else {c for c in cols if c.lower() in gone}
 
 
 def _views(conn: Any, grantees: str, hidden: Sequence[int]) -> None:
