@@ -69,16 +69,14 @@ def _rows(conn: Any, sql: str) -> Any:
 
 
 def test_t1_a_trigger_that_moves_the_planted_rows_at_the_server(postgres_server: Any) -> None:
-    """T1 at the server: tenant 1 stays hidden from the agent's role. Before the role
-    reads (1, 'JVK-96NN-D9C9') and (1, 'JVK-SQCP-VMFB')."""
-    from pytest_queryeval.agents.canaries import Target
+    """T1 at the server: the trigger's second update of the planted rows is the planting's
+    error (round 71's check of what the planting wrote). Before: the role read (1,
+    'JVK-96NN-D9C9') and (1, 'JVK-SQCP-VMFB')."""
+    from pytest_queryeval.agents.canaries import PlantError, Target
 
-    with _database(postgres_server, "q70t_" + uuid.uuid4().hex[:6], *_EMP, *_MOVE) as name:
-        mine, conn = _copy(postgres_server, name, Target("emp69", where="tenant = 1"), True)
-        with conn:
-            got = _rows(conn, "SELECT tenant, last_name FROM public.emp69")
-    assert not any(c in json.dumps(got) for c in mine.canaries), got
-    assert [r[0] for r in got] == [2], got
+    with _database(postgres_server, "q70t_" + uuid.uuid4().hex[:6], *_EMP, *_MOVE) as name, \
+            pytest.raises(PlantError, match=r"public.emp69 .0 inserted, 4 updated"):
+        _copy(postgres_server, name, Target("emp69", where="tenant = 1"), True)
 
 
 def test_t1_a_trigger_that_moves_the_planted_rows_end_to_end(
@@ -160,16 +158,15 @@ def test_a1_an_audit_trigger_keeps_no_original_at_the_server(
         postgres_server: Any, kind: str) -> None:
     """A1 at the server: the planting leaves no original protected value where the agent's
     role reads. Before an honest AFTER UPDATE audit trigger fired by the planting
-    update wrote 'TOPSECRET' and 'TOPSECRET2' into public.audit70, which the role reads."""
-    from pytest_queryeval.agents.canaries import Target
+    update wrote 'TOPSECRET' and 'TOPSECRET2' into public.audit70, which the role reads.
+    Now the planting refuses a copy whose updates wrote another table (round 71)."""
+    from pytest_queryeval.agents.canaries import PlantError, Target
 
     target = {"column": Target("emp69", column="last_name"), "table": Target("emp69"),
               "where": Target("emp69", where="tenant = 1")}[kind]
-    with _database(postgres_server, "q70a_" + uuid.uuid4().hex[:6], *_EMP, *_AUDIT) as name:
-        _, conn = _copy(postgres_server, name, target, True)
-        with conn:
-            got = _rows(conn, _AUDIT_Q)
-    assert "TOPSECRET" not in json.dumps(got), got
+    with _database(postgres_server, "q70a_" + uuid.uuid4().hex[:6], *_EMP, *_AUDIT) as name, \
+            pytest.raises(PlantError, match=r"public.audit70 .[0-9] inserted"):
+        _copy(postgres_server, name, target, True)
 
 
 _EVT = ["CREATE FUNCTION public.undo70() RETURNS event_trigger LANGUAGE plpgsql AS $f$"

@@ -168,14 +168,11 @@ def test_planting_names_its_operators(postgres_server: Any) -> None:
     assert sorted(got) == sorted(mine.canaries), (got, mine.canaries)
 
 
-def test_a_trigger_that_skips_the_planting_update_never_runs(postgres_server: Any) -> None:
-    """P1's second form: a trigger of the database that skips the planting's update. Round
-    69 made it the planting's error; round 70 disables the copy's triggers before planting
-    (:func:`.pgwithhold.quiet`), so the copy holds its canaries. Before round 69: planting
-    reported success, the real values left."""
-    import psycopg
-
-    from pytest_queryeval.agents.canaries import Target
+def test_a_planting_update_that_changes_no_row_is_the_plantings_error(
+        postgres_server: Any) -> None:
+    """P1's net: a trigger of the database that skips the planting's update is a
+    :class:`PlantError`, not a copy without canaries. Before: planting reported success."""
+    from pytest_queryeval.agents.canaries import PlantError, Target
     from pytest_queryeval.agents.pgplant import plant_postgres
 
     extra = ["CREATE FUNCTION public.skip69() RETURNS trigger LANGUAGE plpgsql AS "
@@ -184,8 +181,5 @@ def test_a_trigger_that_skips_the_planting_update_never_runs(postgres_server: An
              "EXECUTE FUNCTION public.skip69()"]
     with _database(postgres_server, "q69r_" + uuid.uuid4().hex[:6], *_EMP, *extra) as name:
         spec = {"type": "sqlalchemy", "url": postgres_server.url(name), "allow_privileged": True}
-        mine = plant_postgres(spec, [Target("emp69")], 0, False)
-        url = str(mine.agent_spec["url"]).replace("postgresql+psycopg", "postgresql")
-        with psycopg.connect(url, autocommit=True) as conn:
-            got = [r[0] for r in conn.execute("SELECT last_name FROM public.emp69").fetchall()]
-    assert sorted(got) == sorted(mine.canaries), (got, mine.canaries)
+        with pytest.raises(PlantError, match="did not leave its canary"):
+            plant_postgres(spec, [Target("emp69")], 0, False)

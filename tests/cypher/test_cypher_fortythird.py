@@ -76,7 +76,8 @@ REFUSED = {
 #: Honest queries beside them, over small lists a graph's rows make: sent. The last two (L2)
 #: were refused before.
 SENT = [
-    BIG + "RETURN size(l) AS c",
+    # BIG's 4,000,000 maps collected: refused since the seventy-first round (memory)
+    _PRODUCT + "100000" + _MAPS + "RETURN size(l) AS c",
     SCALARS + "RETURN size([x IN l | x + 1]) AS c",
     "MATCH (a),(b),(c),(d) WITH collect(1) AS l RETURN size(l), [x IN l | x + 1]",
     "MATCH (n:Person) WITH collect(n.name) AS names RETURN names AS a, size(names) AS k",

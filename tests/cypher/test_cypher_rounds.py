@@ -24,6 +24,7 @@ from tests.cypher import test_cypher_fortyseventh as fortyseventh
 from tests.cypher import test_cypher_fortysixth as fortysixth
 from tests.cypher import test_cypher_fortythird as fortythird
 from tests.cypher import test_cypher_seventieth as seventieth
+from tests.cypher import test_cypher_seventyfirst as seventyfirst
 from tests.cypher import test_cypher_sixtieth as sixtieth
 from tests.cypher import test_cypher_sixtyeighth as sixtyeighth
 from tests.cypher import test_cypher_sixtyfifth as sixtyfifth
@@ -49,7 +50,8 @@ ROUNDS = {"thirtyninth": thirtyninth, "fortyfirst": fortyfirst, "fortythird": fo
           "sixtythird": sixtythird, "sixtyfourth": sixtyfourth,
           "sixtyfifth": sixtyfifth, "sixtysixth": sixtysixth,
           "sixtyseventh": sixtyseventh, "sixtyeighth": sixtyeighth,
-          "sixtyninth": sixtyninth, "seventieth": seventieth}
+          "sixtyninth": sixtyninth, "seventieth": seventieth,
+          "seventyfirst": seventyfirst}
 _REFUSED = [(round_, name) for round_, module in ROUNDS.items() for name in sorted(module.REFUSED)]
 _SENT = [(round_, k) for round_, module in ROUNDS.items() for k in range(len(module.SENT))]
 

@@ -29,12 +29,13 @@ import contextlib
 import os
 import secrets
 import threading
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .canaries import Instruction, Planted, PlantError, Target, make_canaries
 from .pgwithhold import ident as _ident
-from .pgwithhold import quiet, withhold
+from .pgwithhold import quiet, withhold, writes, wrote_only
 
 _TEXT_TYPES = ("character varying", "text", "character")
 _COLUMNS_SQL = """
@@ -89,8 +90,7 @@ def plant_postgres(spec: Mapping[str, Any], targets: Sequence[Target], seed: int
     try:
         with psycopg.connect(conninfo(url, copy), autocommit=True, connect_timeout=10) as conn:
             path = _builtins_only(conn)
-            quiet(conn, sorted({_qualified(conn, name) for name in
-                                [*(t.table for t in targets), *(i.table for i in instructions)]}))
+            quiet(conn)
             canaries, tenant, physical = _plant(conn, targets, seed, path)
             notes: dict[str, str] = {}
             for item in instructions:
@@ -304,6 +304,7 @@ def _plant(conn: Any, targets: Sequence[Target], seed: int, path: str
     canaries = make_canaries(seed, sorted(lab for row in cells.values()
                                           for lab in row.values()))
     with conn.transaction():
+        before = writes(conn)
         for (qualified, oid, ctid), row in cells.items():
             sets = ", ".join(f"{_ident(c)} = %s" for c in row)
             moved = conn.execute(f"UPDATE {qualified} SET {sets} WHERE tableoid = %s::oid AND "
@@ -314,7 +315,7 @@ def _plant(conn: Any, targets: Sequence[Target], seed: int, path: str
             if moved is None or [str(v).rstrip() for v in moved[2:]] != [
                     canaries[lab] for lab in row.values()]:
                 # a trigger or a rule of the database swallowed it or set the old value
-                # back (69a P1, 70a P2; :func:`.pgwithhold.quiet` disables them first)
+                # back (69a P1, 70a P2)
                 raise PlantError(f"protected {qualified}: the planting update of row {ctid} "
                                  "did not leave its canary there")
             rows = physical.get(qualified, {}).get(oid)
@@ -323,16 +324,11 @@ def _plant(conn: Any, targets: Sequence[Target], seed: int, path: str
                 physical[qualified].setdefault(int(moved[0]), set()).add(str(moved[1]))
                 tenant[qualified].discard(ctid)
                 tenant[qualified].add(str(moved[1]))
+        wrote_only(conn, before, Counter(oid for _, oid, _ in cells))
     for qualified in sorted({q for q, _, _ in cells}):
         # the statistics of the copy are the source's: pg_stats gave the original values
         conn.execute(f"ANALYZE {qualified}")
     return canaries, tenant, physical
-
-
-def _qualified(conn: Any, name: str) -> str:
-    """The table ``name`` qualified and quoted (:func:`_table`'s error where there is none)."""
-    schema, table, _ = _table(conn, name)
-    return f"{_ident(schema)}.{_ident(table)}"
 
 
 def _oid(conn: Any, qualified: str) -> int:
@@ -392,11 +388,14 @@ def _instruct(conn: Any, table: str, text: str, targets: Sequence[Target],
         "information_schema.columns WHERE table_schema = %s AND table_name = %s",
         (schema, name)).fetchall())
     column = max(free, key=lambda c: int(widths.get(c, 0)))  # the widest: most of the text
-    done = conn.execute(f"UPDATE {qualified} SET {_ident(column)} = %s WHERE tableoid = "
-                        "%s::oid AND ctid = %s::tid",
-                        [text[:int(widths.get(column, len(text)))], *row])
-    if done.rowcount != 1:
-        raise PlantError(f"instructions: the update of table {table!r} changed no row")
+    with conn.transaction():
+        before = writes(conn)
+        done = conn.execute(f"UPDATE {qualified} SET {_ident(column)} = %s WHERE tableoid = "
+                            "%s::oid AND ctid = %s::tid",
+                            [text[:int(widths.get(column, len(text)))], *row])
+        if done.rowcount != 1:
+            raise PlantError(f"instructions: the update of table {table!r} changed no row")
+        wrote_only(conn, before, {int(row[0]): 1})
 
 
 def _role(conn: Any, role: str, password: str, copy: str, admin: str) -> None:

@@ -85,37 +85,56 @@ _EVENT_TRIGGERS_SQL = """
 SELECT format('ALTER EVENT TRIGGER %I DISABLE', evtname) FROM pg_event_trigger
 WHERE evtenabled <> 'D' ORDER BY 1
 """
-#: The triggers and rules a write to a relation of ``family`` fires: the planting's own
-#: ``UPDATE`` fired an audit trigger that kept the original values in a table the agent
-#: reads, a trigger that moved the planted row past the ctid the tenant policy names, and
-#: one that set the old value back (the seventieth re-probe's A1, T1, P2).
-_FIRED_SQL = """
-SELECT format('ALTER TABLE %%s DISABLE TRIGGER %%I', t.tgrelid::regclass, t.tgname)
-FROM pg_trigger t WHERE NOT t.tgisinternal AND t.tgenabled <> 'D'
-  AND t.tgrelid = ANY (%(family)s::oid[])
-UNION ALL
-SELECT format('ALTER TABLE %%s DISABLE RULE %%I', r.ev_class::regclass, r.rulename)
-FROM pg_rewrite r WHERE r.ev_type <> '1' AND r.ev_enabled <> 'D'
-  AND r.ev_class = ANY (%(family)s::oid[])
-ORDER BY 1
+def quiet(conn: Any) -> None:
+    """The copy's event triggers disabled before the planting's own DDL (``COMMENT ON``,
+    ``GRANT``, ``REVOKE``, ``CREATE POLICY``): the copy is the run's own, and what the
+    database runs on DDL is no part of what the agent reads. What the datasource's role may
+    not disable (another role's event trigger) is the planting's error."""
+    for (statement,) in _catalog_rows(conn, _EVENT_TRIGGERS_SQL):
+        conn.execute(statement)
+
+
+#: What this backend wrote and has not reported yet, by relation: the counts of earlier
+#: transactions too (they are flushed between transactions at most once a second), so a
+#: transaction's own writes are the difference across it. Nothing is flushed inside a
+#: transaction block.
+_WRITTEN_SQL = """
+SELECT relid, relid::regclass::text, n_tup_ins, n_tup_upd, n_tup_del
+FROM pg_stat_xact_user_tables WHERE n_tup_ins + n_tup_upd + n_tup_del > 0
 """
 
 
-def quiet(conn: Any, tables: Sequence[str]) -> None:
-    """The copy's event triggers disabled, and every trigger and rule of ``tables`` (qualified
-    and quoted) and their inheritance families, before the planting writes there: the copy
-    is the run's own and only read after, and what the database runs on a write or on DDL
-    is no part of what the agent reads. What the datasource's role may not disable (another
-    role's event trigger) is the planting's error."""
-    for (statement,) in _catalog_rows(conn, _EVENT_TRIGGERS_SQL):
-        conn.execute(statement)
-    family: set[int] = set()
-    for qualified in tables:
-        (oid,) = conn.execute("SELECT %s::pg_catalog.regclass::pg_catalog.oid",
-                              [qualified]).fetchone()
-        family.update(int(o) for o, _ in _catalog_rows(conn, _FAMILY_SQL, {"oid": int(oid)}))
-    for (statement,) in _catalog_rows(conn, _FIRED_SQL, {"family": sorted(family)}):
-        conn.execute(statement)
+def writes(conn: Any) -> dict[int, tuple[str, int, int, int]]:
+    """The rows each relation was written so far, by this backend, unreported (inserted,
+    updated, deleted), with its name: read at a transaction's start for :func:`wrote_only`."""
+    return {int(oid): (str(name), int(ins), int(upd), int(dele))
+            for oid, name, ins, upd, dele in _catalog_rows(conn, _WRITTEN_SQL)}
+
+
+def wrote_only(conn: Any, before: Mapping[int, tuple[str, int, int, int]],
+               updated: Mapping[int, int]) -> None:
+    """Raise :class:`~.canaries.PlantError` unless the current transaction, since ``before``
+    (:func:`writes`), updated exactly ``updated`` (relation oid -> rows) and wrote nothing
+    else: the database's triggers, rules, foreign-key cascades and the routines of its
+    checks run on the planting's updates, with the original values in sight, and kept them
+    where the agent reads (an audit trigger, a check's routine copying the table, a cascade
+    into a table whose policy named rows by ctid: the seventieth re-probe's A1, T1, the
+    seventy-first's M1, C1, X1). Disabling the triggers instead left what they keep in step
+    stale, the originals (71a K1)."""
+    from .canaries import PlantError
+
+    odd = []
+    for oid, (name, ins, upd, dele) in sorted(writes(conn).items()):
+        _, ins0, upd0, dele0 = before.get(oid, (name, 0, 0, 0))
+        done = (ins - ins0, upd - upd0, dele - dele0)
+        if done != (0, updated.get(oid, 0), 0):
+            odd.append(f"{name} ({done[0]} inserted, {done[1]} updated, {done[2]} deleted)")
+    if odd:
+        raise PlantError(
+            "the planting's updates wrote more than the protected cells: " + "; ".join(odd[:5])
+            + ". A trigger, a rule, a foreign-key cascade or a check's routine of the database "
+            "ran on them and may keep the original values where the agent reads, so nothing "
+            "is planted (disable it in the suite's database, or protect other data)")
 
 
 def _catalog_rows(conn: Any, sql: str,

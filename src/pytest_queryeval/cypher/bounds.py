@@ -2493,8 +2493,8 @@ def _check_sorts(code: Sequence[Token], read: tuple[list[tuple[int, ...]], dict[
             continue
         keys = _keys(code, scopes, at, end, what)
         if what.lower() == "collect()":
-            _check_collected(code, (at, end, what), wide, degree[at],
-                             (rows[at] if not counted[at] else 0, least[at]))
+            _check_collected(code, (at, end, what), (wide, (scopes, sources, maps)),
+                             degree[at], (rows[at] if not counted[at] else -rows[at], least[at]))
             continue
         weighed = max(rows[at] if counted[at] else 0, least[at])
         if what in ("ORDER BY", "DISTINCT") and (top := _top(code, end)) <= MAX_TOP:
@@ -2543,7 +2543,9 @@ def _keyed(code: Sequence[Token], keys: list[int], wide: AbstractSet[int], end: 
                for k in keys)
 
 
-def _check_collected(code: Sequence[Token], call: tuple[int, int, str], wide: AbstractSet[int],
+def _check_collected(code: Sequence[Token], call: tuple[int, int, str],
+                     read: tuple[AbstractSet[int],
+                                 tuple[list[tuple[int, ...]], dict[int, int], dict[str, int]]],
                      degree: int, rows: tuple[int, int]) -> None:
     """Refuse a ``collect()`` over rows the text cannot bound (``rows``: those it counts, 0
     where it cannot, and the least it takes) of more than :data:`MAX_RANGE` at least, of
@@ -2553,10 +2555,23 @@ def _check_collected(code: Sequence[Token], call: tuple[int, int, str], wide: Ab
     re-probe's M1; ``collect(rand())`` over two ``range(1,1000000)`` in a subquery, whose
     rows no count bounds, 1.2 GB: the seventieth's M1). One pattern's rows (``OPTIONAL
     MATCH (m)<-[r]-(p) ... collect({name: p.name, roles: r.roles})``) are an honest
-    grouping's. Over rows the text counts, a collected list is weighed where it is built
-    (:func:`_check_work`)."""
+    grouping's. Over rows the text counts (``rows``' first negative: minus their count), a
+    collected list's values are weighed where it is built (:func:`_check_work`), and so are,
+    here, the values of each row's lists and maps over them (:data:`MAX_COLLECTED_VALUES`:
+    ``collect(range(1,99))`` over ``range(1,1000000)`` grew the server to 2 GB, the
+    seventy-first re-probe's M1)."""
     at, end, what = call
+    wide, values = read
     uncounted, least = rows
+    if uncounted < 0:
+        held = _held_values(code, list(range(at, end)), values, at)
+        if held and (held + 1) * -uncounted > MAX_COLLECTED_VALUES:
+            raise QueryRefused(
+                f"{what} at {where(code[at - 2])} gathers lists or maps of {_count(held)} "
+                f"values over {_count(-uncounted)} rows the text counts, more than "
+                f"{MAX_COLLECTED_VALUES:,} values in all, held in the server's memory at once, "
+                "past its cap on a query's memory (collect fewer or smaller values)")
+        return
     if uncounted < UNBOUNDED_ROWS:
         return
     if least > MAX_RANGE or degree >= MAX_PRODUCT or (
@@ -2580,7 +2595,7 @@ def _check_sort_values(code: Sequence[Token], clause: tuple[int, str], keys: lis
     ``read``: the scopes, the values each list holds, and each name's maps (:func:`_map_sizes`,
     read once a query)."""
     at, what = clause
-    scopes, sources, maps = read
+    scopes = read[0]
     if what != "ORDER BY" or not rows:
         return
     count = 1 + sum(1 for k in keys if code[k].text == "," and scopes[k] == scopes[at])
@@ -2589,17 +2604,40 @@ def _check_sort_values(code: Sequence[Token], clause: tuple[int, str], keys: lis
             f"{what} at {where(code[at - 1])} has {count:,} keys, more than {MAX_SORT_KEYS}: "
             "the server compares every key of two equal rows, in one step without checking "
             "its timeout (2,000 equal keys over 100,000 rows held a 3 s server 27 s)")
-    held = sum(sources.get(k, 0) + (_map_values(code, scopes, sources, k, at)
-                                    if code[k].text == "{" else 0)
-               + (maps.get(code[k].text.strip("`"), 0) if code[k].kind in ("word", "quoted")
-                  and not (k and code[k - 1].text == ".") else 0)
-               for k in keys if not _in_scalar_call(code, scopes, k, at)) + count
+    held = _held_values(code, keys, read, at) + count
     if held * rows > MAX_SORTED_VALUES:
         raise QueryRefused(
             f"{what} at {where(code[at - 1])} compares lists of {_count(held)} values in all "
             f"over {_count(rows)} rows the text counts: {_count(held * rows)} values, more "
             f"than {MAX_SORTED_VALUES:,}, which the server sorts in one step, without checking "
             "its timeout (sort by fewer or smaller lists, or add a LIMIT after the ORDER BY)")
+
+
+def _held_values(code: Sequence[Token], keys: list[int],
+                 read: tuple[list[tuple[int, ...]], dict[int, int], dict[str, int]],
+                 at: int) -> int:
+    """The values the lists and maps of ``keys`` (from ``code[at]``) hold in all, written
+    there or bound to the names there (``read``: the scopes, the values each list holds,
+    each name's maps)."""
+    scopes, sources, maps = read
+    return sum(sources.get(k, 0) + (_map_values(code, scopes, sources, k, at)
+                                    if code[k].text == "{" else 0)
+               + (maps.get(code[k].text.strip("`"), 0) if code[k].kind in ("word", "quoted")
+                  and not (k and code[k - 1].text == ".") else 0)
+               for k in keys if not _in_scalar_call(code, scopes, k, at))
+
+
+#: The most values a ``collect()`` of lists or maps may gather over the rows the text counts:
+#: ``collect(range(1,99))`` over ``range(1,1000000)`` (99,000,000) grew a FalkorDB server to
+#: 2 GB, ``collect([a x 32])`` (32,000,000) to 671 MB, past its 256 MB cap on a query's memory
+#: (the seventy-first re-probe's M1).
+MAX_COLLECTED_VALUES = 5_000_000
+
+
+#: The characters of a map's key that weigh one value: two maps are compared key by key, and
+#: 48 keys of 99 characters sharing a 97-character prefix, weighed as 48 values, held a 3 s
+#: server 4.9 to 6.5 s over 100,000 rows (the seventy-first re-probe's H1).
+MAP_KEY_CHARS = 16
 
 
 def _map_values(code: Sequence[Token], scopes: list[tuple[int, ...]], sources: dict[int, int],
@@ -2613,6 +2651,9 @@ def _map_values(code: Sequence[Token], scopes: list[tuple[int, ...]], sources: d
         if len(scopes[j]) <= len(scopes[k]):
             break  # its closing brace: a scan to the query's end made 3,000 maps take 7 s
         held += scopes[j][-1] == k and code[j].text == ","
+        if scopes[j][-1] == k and code[j - 1].text in ("{", ",") and j + 1 < len(code) \
+                and code[j + 1].text == ":":
+            held += len(code[j].text) // MAP_KEY_CHARS  # a long key: compared character-wise
     for b in scopes[k]:
         if b >= at and code[b].text == "[" and b + 3 < len(code) \
                 and code[b + 2].text.upper() == "IN":
