@@ -314,8 +314,7 @@ def _plant(conn: Any, targets: Sequence[Target], seed: int, path: str
                                  ).fetchone()
             if moved is None or [str(v).rstrip() for v in moved[2:]] != [
                     canaries[lab] for lab in row.values()]:
-                # a trigger or a rule of the database swallowed it or set the old value
-                # back (69a P1, 70a P2)
+                # a trigger or a rule swallowed it or set the old value back (69a P1, 70a P2)
                 raise PlantError(f"protected {qualified}: the planting update of row {ctid} "
                                  "did not leave its canary there")
             rows = physical.get(qualified, {}).get(oid)
