@@ -69,13 +69,13 @@ def _rows(conn: Any, sql: str) -> Any:
 
 
 def test_t1_a_trigger_that_moves_the_planted_rows_at_the_server(postgres_server: Any) -> None:
-    """T1 at the server: the trigger's second update of the planted rows is the planting's
-    error (round 71's check of what the planting wrote). Before: the role read (1,
+    """T1 at the server: a table whose trigger would run on the planting's update is not
+    planted (round 72; round 71 counted the trigger's second update). Before: the role read (1,
     'JVK-96NN-D9C9') and (1, 'JVK-SQCP-VMFB')."""
     from pytest_queryeval.agents.canaries import PlantError, Target
 
     with _database(postgres_server, "q70t_" + uuid.uuid4().hex[:6], *_EMP, *_MOVE) as name, \
-            pytest.raises(PlantError, match=r"public.emp69 .0 inserted, 4 updated"):
+            pytest.raises(PlantError, match="trigger move70"):
         _copy(postgres_server, name, Target("emp69", where="tenant = 1"), True)
 
 
@@ -159,13 +159,14 @@ def test_a1_an_audit_trigger_keeps_no_original_at_the_server(
     """A1 at the server: the planting leaves no original protected value where the agent's
     role reads. Before an honest AFTER UPDATE audit trigger fired by the planting
     update wrote 'TOPSECRET' and 'TOPSECRET2' into public.audit70, which the role reads.
-    Now the planting refuses a copy whose updates wrote another table (round 71)."""
+    Now a table whose trigger would run on the planting's update is not planted (round 72;
+    round 71 refused the copy once the trigger had written)."""
     from pytest_queryeval.agents.canaries import PlantError, Target
 
     target = {"column": Target("emp69", column="last_name"), "table": Target("emp69"),
               "where": Target("emp69", where="tenant = 1")}[kind]
     with _database(postgres_server, "q70a_" + uuid.uuid4().hex[:6], *_EMP, *_AUDIT) as name, \
-            pytest.raises(PlantError, match=r"public.audit70 .[0-9] inserted"):
+            pytest.raises(PlantError, match="trigger audit70"):
         _copy(postgres_server, name, target, True)
 
 

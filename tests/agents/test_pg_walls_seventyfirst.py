@@ -12,7 +12,6 @@ nothing is planted and the case is the planting's error.
 """
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any
 
@@ -21,7 +20,7 @@ import pytest
 from tests.agents.test_counts_from_what_ran import call, tool
 from tests.agents.test_counts_thirtyfirst_probe import ENFORCE_GATES, _suite
 from tests.agents.test_pg_walls_fortythird import _database
-from tests.agents.test_pg_walls_seventieth import _copy, _rows
+from tests.agents.test_pg_walls_seventieth import _copy
 
 pytestmark = pytest.mark.postgres
 
@@ -61,7 +60,8 @@ def _refused(server: Any, name: str, target: Any) -> str:
     """The planting's refusal of a copy whose updates wrote more than the protected cells."""
     from pytest_queryeval.agents.canaries import PlantError
 
-    with pytest.raises(PlantError, match="wrote more than the protected cells") as info:
+    with pytest.raises(PlantError, match=r"wrote more than the protected cells|logic of its "
+                       r"own") as info:
         _copy(server, name, target, True)
     return str(info.value)
 
@@ -111,13 +111,11 @@ KEPT = ["CREATE TABLE public.emp69 (employee_id int PRIMARY KEY, tenant int, las
 
 def test_k1_trigger_kept_copy_at_the_server(postgres_server: Any) -> None:
     """K1 at the server (column: emp69.last_name, enforce): the agent's role reads no
-    protected value. Before it reads ln_upper = 'TOPSECRET', 'OTHER', 'TOPSECRET2'."""
-    from pytest_queryeval.agents.canaries import Target
+    protected value: round 71 planted with the trigger on (ln_upper the canary's), and since
+    round 72 a table with a trigger is not planted. Before (round 70) it read ln_upper =
+    'TOPSECRET', 'OTHER', 'TOPSECRET2'."""
     with _database(postgres_server, "q71k_" + uuid.uuid4().hex[:6], *KEPT) as name:
-        _, conn = _copy(postgres_server, name, Target("emp69", column="last_name"), True)
-        with conn:
-            got = _rows(conn, "SELECT employee_id, ln_upper FROM public.emp69 ORDER BY 1")
-    assert "TOPSECRET" not in json.dumps(got), got
+        assert "trigger keep71" in _refused(postgres_server, name, _target("column"))
 
 
 #: X1: the planting UPDATE evaluates the table's CHECK constraints (and a domain's), which
@@ -148,7 +146,7 @@ def test_x1_check_constraint_routine_at_the_server(postgres_server: Any, kind: s
     31d67af5 the agent's role reads (1,'TOPSECRET'), (3,'TOPSECRET2') there."""
     with _database(postgres_server, "q71x_" + uuid.uuid4().hex[:6], *CHECKS[which],
                    *ROWS) as name:
-        assert "public.snap71" in _refused(postgres_server, name, _target(kind))
+        assert "public.copyfn71()" in _refused(postgres_server, name, _target(kind))
 
 
 @pytest.mark.parametrize("kind", ["column", "where"])

@@ -170,8 +170,9 @@ def test_planting_names_its_operators(postgres_server: Any) -> None:
 
 def test_a_planting_update_that_changes_no_row_is_the_plantings_error(
         postgres_server: Any) -> None:
-    """P1's net: a trigger of the database that skips the planting's update is a
-    :class:`PlantError`, not a copy without canaries. Before: planting reported success."""
+    """P1's second form: a trigger of the database that skips the planting's update is a
+    :class:`PlantError` (since round 72 before any update: the table has a trigger), not a
+    copy without canaries. Before: planting reported success."""
     from pytest_queryeval.agents.canaries import PlantError, Target
     from pytest_queryeval.agents.pgplant import plant_postgres
 
@@ -181,5 +182,5 @@ def test_a_planting_update_that_changes_no_row_is_the_plantings_error(
              "EXECUTE FUNCTION public.skip69()"]
     with _database(postgres_server, "q69r_" + uuid.uuid4().hex[:6], *_EMP, *extra) as name:
         spec = {"type": "sqlalchemy", "url": postgres_server.url(name), "allow_privileged": True}
-        with pytest.raises(PlantError, match="did not leave its canary"):
+        with pytest.raises(PlantError, match="trigger skip69"):
             plant_postgres(spec, [Target("emp69")], 0, False)

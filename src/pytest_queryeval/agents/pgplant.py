@@ -35,7 +35,7 @@ from typing import Any
 
 from .canaries import Instruction, Planted, PlantError, Target, make_canaries
 from .pgwithhold import ident as _ident
-from .pgwithhold import quiet, withhold, writes, wrote_only
+from .pgwithhold import quiet, refuse_logic, withhold, writes, wrote_only
 
 _TEXT_TYPES = ("character varying", "text", "character")
 _COLUMNS_SQL = """
@@ -91,6 +91,9 @@ def plant_postgres(spec: Mapping[str, Any], targets: Sequence[Target], seed: int
         with psycopg.connect(conninfo(url, copy), autocommit=True, connect_timeout=10) as conn:
             path = _builtins_only(conn)
             quiet(conn)
+            refuse_logic(conn, sorted({_qualified(conn, name) for name in
+                                       [*(t.table for t in targets),
+                                        *(i.table for i in instructions)]}))
             canaries, tenant, physical = _plant(conn, targets, seed, path)
             notes: dict[str, str] = {}
             for item in instructions:
@@ -328,6 +331,12 @@ def _plant(conn: Any, targets: Sequence[Target], seed: int, path: str
         # the statistics of the copy are the source's: pg_stats gave the original values
         conn.execute(f"ANALYZE {qualified}")
     return canaries, tenant, physical
+
+
+def _qualified(conn: Any, name: str) -> str:
+    """The table ``name`` qualified and quoted (:func:`_table`'s error where there is none)."""
+    schema, table, _ = _table(conn, name)
+    return f"{_ident(schema)}.{_ident(table)}"
 
 
 def _oid(conn: Any, qualified: str) -> int:

@@ -94,6 +94,69 @@ def quiet(conn: Any) -> None:
         conn.execute(statement)
 
 
+#: What of the database runs on an update of a relation of ``family``: its triggers and
+#: rules, and the routines of the database (oid 16384 and up) its checks, its columns'
+#: domains' checks, its generated columns, its index expressions and its statistics objects
+#: call. Each ran on the planting's updates, or on the ``ANALYZE`` after them, with the
+#: original values in sight, and kept them where the agent reads: at ``COMMIT`` (a deferred
+#: constraint trigger), in the catalogs (``COMMENT ON``, ``CREATE VIEW``, ``ALTER DATABASE
+#: ... SET``), through a second connection (``dblink_exec``), or in another column of the
+#: row (``NEW.prev := OLD.last_name``), none of which a count of this backend's writes sees
+#: (the seventy-second re-probe's D1, M2, B1, B2, I1, K1 to K4, R1, A1).
+_LOGIC_SQL = """
+WITH RECURSIVE fam(oid) AS (SELECT unnest(%(family)s::oid[])),
+doms(oid) AS (
+  SELECT a.atttypid FROM pg_attribute a JOIN fam ON a.attrelid = fam.oid
+  WHERE a.attnum > 0 AND NOT a.attisdropped
+  UNION SELECT t.typbasetype FROM pg_type t JOIN doms ON t.oid = doms.oid
+  WHERE t.typtype = 'd'),
+parts(classid, objid) AS (
+  SELECT 'pg_constraint'::regclass::oid, c.oid FROM pg_constraint c
+  WHERE c.conrelid IN (SELECT oid FROM fam) OR c.contypid IN (SELECT oid FROM doms)
+  UNION ALL SELECT 'pg_class'::regclass::oid, i.indexrelid FROM pg_index i
+  WHERE i.indrelid IN (SELECT oid FROM fam)
+  UNION ALL SELECT 'pg_attrdef'::regclass::oid, d.oid FROM pg_attrdef d
+  WHERE d.adrelid IN (SELECT oid FROM fam)
+  UNION ALL SELECT 'pg_statistic_ext'::regclass::oid, x.oid FROM pg_statistic_ext x
+  WHERE x.stxrelid IN (SELECT oid FROM fam))
+SELECT format('trigger %%s on %%s', t.tgname, t.tgrelid::regclass) FROM pg_trigger t
+WHERE NOT t.tgisinternal AND t.tgenabled <> 'D' AND t.tgrelid IN (SELECT oid FROM fam)
+UNION
+SELECT format('rule %%s on %%s', r.rulename, r.ev_class::regclass) FROM pg_rewrite r
+WHERE r.ev_type <> '1' AND r.ev_enabled <> 'D' AND r.ev_class IN (SELECT oid FROM fam)
+UNION
+SELECT format('routine %%s', p.oid::regprocedure) FROM pg_depend d
+JOIN parts ON parts.classid = d.classid AND parts.objid = d.objid
+JOIN pg_proc p ON d.refclassid = 'pg_proc'::regclass AND d.refobjid = p.oid
+WHERE p.oid >= 16384
+ORDER BY 1
+"""
+
+
+def refuse_logic(conn: Any, tables: Sequence[str]) -> None:
+    """Raise :class:`~.canaries.PlantError` when the database would run logic of its own on
+    the planting's updates of ``tables`` (qualified and quoted) or their inheritance
+    families (:data:`_LOGIC_SQL` says what and why): nothing is planted, and the error names
+    what runs. Disabling it instead left what a trigger keeps in step holding the originals
+    (71a K1), and counting what was written missed the catalogs, other backends and
+    ``COMMIT`` (72a)."""
+    from .canaries import PlantError
+
+    family: set[int] = set()
+    for qualified in tables:
+        (oid,) = conn.execute("SELECT %s::pg_catalog.regclass::pg_catalog.oid",
+                              [qualified]).fetchone()
+        family.update(int(o) for o, _ in _catalog_rows(conn, _FAMILY_SQL, {"oid": int(oid)}))
+    found = [str(r[0]) for r in _catalog_rows(conn, _LOGIC_SQL, {"family": sorted(family)})]
+    if found:
+        raise PlantError(
+            "the database runs logic of its own on an update of the protected tables ("
+            + ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+            + "): it would see the original values as the canaries are planted and could keep "
+            "them where the agent reads, so nothing is planted (drop or disable it in the "
+            "suite's database, or protect other data)")
+
+
 #: What this backend wrote and has not reported yet, by relation: the counts of earlier
 #: transactions too (they are flushed between transactions at most once a second), so a
 #: transaction's own writes are the difference across it. Nothing is flushed inside a
@@ -106,7 +169,10 @@ FROM pg_stat_xact_user_tables WHERE n_tup_ins + n_tup_upd + n_tup_del > 0
 
 def writes(conn: Any) -> dict[int, tuple[str, int, int, int]]:
     """The rows each relation was written so far, by this backend, unreported (inserted,
-    updated, deleted), with its name: read at a transaction's start for :func:`wrote_only`."""
+    updated, deleted), with its name: read at a transaction's start for :func:`wrote_only`,
+    whose deferred constraints are made immediate first, so that a check deferred to
+    ``COMMIT`` runs before the count (72a D1)."""
+    conn.execute("SET CONSTRAINTS ALL IMMEDIATE")
     return {int(oid): (str(name), int(ins), int(upd), int(dele))
             for oid, name, ins, upd, dele in _catalog_rows(conn, _WRITTEN_SQL)}
 
