@@ -27,6 +27,7 @@ import pytest
 from tests.agents.test_counts_from_what_ran import call, tool
 from tests.agents.test_counts_thirtyfirst_probe import ENFORCE_GATES, _suite
 from tests.agents.test_pg_walls_fortythird import _database
+from tests.agents.test_pg_walls_sixtyninth import _copy
 
 pytestmark = pytest.mark.postgres
 
@@ -47,17 +48,6 @@ _GEN = ["CREATE TABLE public.emp69 (employee_id int PRIMARY KEY, tenant int, las
         "ln_rev text GENERATED ALWAYS AS (reverse(last_name)) STORED)",
         "INSERT INTO public.emp69 VALUES (1, 1, 'TOPSECRET'), (2, 2, 'Other'), "
         "(3, 1, 'TOPSECRET2')"]
-
-
-def _copy(server: Any, name: str, target: Any, enforce: bool) -> tuple[Any, Any]:
-    import psycopg
-
-    from pytest_queryeval.agents.pgplant import plant_postgres
-
-    spec = {"type": "sqlalchemy", "url": server.url(name), "allow_privileged": True}
-    mine = plant_postgres(spec, [target], 0, enforce)
-    url = str(mine.agent_spec["url"]).replace("postgresql+psycopg", "postgresql")
-    return mine, psycopg.connect(url, autocommit=True)
 
 
 def _rows(conn: Any, sql: str) -> Any:

@@ -88,6 +88,19 @@ _TENANT = {
 }
 
 
+def _copy(server: Any, name: str, target: Any, enforce: bool) -> tuple[Any, Any]:
+    """The planted copy of database ``name`` for one ``target``, and an autocommit connection
+    as the agent's role there."""
+    import psycopg
+
+    from pytest_queryeval.agents.pgplant import plant_postgres
+
+    spec = {"type": "sqlalchemy", "url": server.url(name), "allow_privileged": True}
+    mine = plant_postgres(spec, [target], 0, enforce)
+    url = str(mine.agent_spec["url"]).replace("postgresql+psycopg", "postgresql")
+    return mine, psycopg.connect(url, autocommit=True)
+
+
 def _hidden_in(text: str) -> bool:
     """A hidden tenant's value (a canary, or the original before planting) in ``text``."""
     return "TOPSECRET" in text or "<tenant>1<" in text or "peek: " in text
@@ -101,14 +114,11 @@ def test_the_agents_role_reads_no_hidden_tenant(postgres_server: Any, form: str)
     import psycopg
 
     from pytest_queryeval.agents.canaries import Target
-    from pytest_queryeval.agents.pgplant import plant_postgres
 
     extra, query, _ = _TENANT[form]
     with _database(postgres_server, "q69w_" + uuid.uuid4().hex[:6], *_EMP, *extra) as name:
-        spec = {"type": "sqlalchemy", "url": postgres_server.url(name), "allow_privileged": True}
-        mine = plant_postgres(spec, [Target("emp69", where="tenant = 1")], 0, True)
-        url = str(mine.agent_spec["url"]).replace("postgresql+psycopg", "postgresql")
-        with psycopg.connect(url, autocommit=True) as conn:
+        mine, conn = _copy(postgres_server, name, Target("emp69", where="tenant = 1"), True)
+        with conn:
             try:
                 got = conn.execute(query).fetchall()
             except psycopg.errors.InsufficientPrivilege:
@@ -150,20 +160,15 @@ def test_planting_names_its_operators(postgres_server: Any) -> None:
     """P1: a database's ``public.=(oid, smallint)`` giving false no longer decides which row
     the planting updates: every value of the copy is a canary. Before: the copy kept
     'Other', 'TOPSECRET' and 'TOPSECRET2', and planting said nothing."""
-    import psycopg
-
     from pytest_queryeval.agents.canaries import Target
-    from pytest_queryeval.agents.pgplant import plant_postgres
 
     extra = ["CREATE FUNCTION public.oideq69s(oid, smallint) RETURNS boolean LANGUAGE sql "
              "IMMUTABLE AS $f$SELECT false$f$",
              "CREATE OPERATOR public.= (LEFTARG = oid, RIGHTARG = smallint, "
              "FUNCTION = public.oideq69s)"]
     with _database(postgres_server, "q69p_" + uuid.uuid4().hex[:6], *_EMP, *extra) as name:
-        spec = {"type": "sqlalchemy", "url": postgres_server.url(name), "allow_privileged": True}
-        mine = plant_postgres(spec, [Target("emp69")], 0, False)
-        url = str(mine.agent_spec["url"]).replace("postgresql+psycopg", "postgresql")
-        with psycopg.connect(url, autocommit=True) as conn:
+        mine, conn = _copy(postgres_server, name, Target("emp69"), False)
+        with conn:
             got = [r[0] for r in conn.execute("SELECT last_name FROM public.emp69").fetchall()]
     assert sorted(got) == sorted(mine.canaries), (got, mine.canaries)
 

@@ -85,6 +85,8 @@ _EVENT_TRIGGERS_SQL = """
 SELECT format('ALTER EVENT TRIGGER %I DISABLE', evtname) FROM pg_event_trigger
 WHERE evtenabled <> 'D' ORDER BY 1
 """
+
+
 def quiet(conn: Any) -> None:
     """The copy's event triggers disabled before the planting's own DDL (``COMMENT ON``,
     ``GRANT``, ``REVOKE``, ``CREATE POLICY``): the copy is the run's own, and what the
@@ -170,8 +172,9 @@ FROM pg_stat_xact_user_tables WHERE n_tup_ins + n_tup_upd + n_tup_del > 0
 def writes(conn: Any) -> dict[int, tuple[str, int, int, int]]:
     """The rows each relation was written so far, by this backend, unreported (inserted,
     updated, deleted), with its name: read at a transaction's start for :func:`wrote_only`,
-    whose deferred constraints are made immediate first, so that a check deferred to
-    ``COMMIT`` runs before the count (72a D1)."""
+    and by it at the end. Each reading first makes the transaction's deferred constraints
+    immediate, which fires those still pending, so that a check deferred to ``COMMIT``
+    (72a D1), or one a trigger deferred again on the way, runs before the count."""
     conn.execute("SET CONSTRAINTS ALL IMMEDIATE")
     return {int(oid): (str(name), int(ins), int(upd), int(dele))
             for oid, name, ins, upd, dele in _catalog_rows(conn, _WRITTEN_SQL)}
